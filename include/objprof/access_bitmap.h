@@ -1,0 +1,171 @@
+// AccessBitmap: one bit per K-byte granule of a HeapSpace (heap/64 at K = 8), set by access
+// barriers and harvested once per GC epoch.
+//
+// Double buffering: the barrier finds the active buffer through BarrierDescriptor::bitmap.
+// snapshot_and_clear() swaps a zeroed spare buffer in with one atomic pointer exchange (the
+// only mutator-visible cost, independent of heap size) and hands the retired buffer out as a
+// BitmapSnapshot. Destroying the snapshot clears that buffer and returns it to the pool, off
+// the mutators' path. A mark that raced with the swap lands in the retired buffer and is
+// counted in the epoch that just ended, which is where the access happened.
+//
+// Memory comes from mmap (zero pages, no up-front cost) unless the embedder supplies buffers,
+// e.g. from a shared-memory segment (shared_segment.h).
+//
+// Thread safety: mark_* from any number of threads; snapshot_and_clear from one thread at a
+// time (the collector); a snapshot may be read and destroyed on any thread.
+#pragma once
+
+#include "objprof/barrier_descriptor.h"
+#include "objprof/config.h"
+#include "objprof/heap_space.h"
+#include "objprof/result.h"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+namespace objprof {
+
+enum class MarkMode : std::uint8_t {
+  kRacy,             // plain byte load, or, store (the seeds' sequence); a concurrent mark of
+                     // the same byte by another thread can be lost
+  kAtomic,           // relaxed byte fetch-or: x86 `lock or`, arm64 LSE `ldsetb`/`stsetb`
+  kAtomicTestFirst,  // load the byte first and skip the fetch-or if the bit is already set
+};
+
+const char* mark_mode_name(MarkMode mode) noexcept;
+
+class BitmapSnapshot;
+
+class AccessBitmap {
+ public:
+  // Memory supplied by the embedder: `count` buffers of at least bytes_for(space) bytes each,
+  // zero-filled, outliving the bitmap. At least two for double buffering.
+  struct ExternalBuffers {
+    std::uint8_t* buffers[2] = {nullptr, nullptr};
+    // Optional: where the index of the active buffer (0/1) is published for live readers.
+    std::atomic<std::uint32_t>* active_index = nullptr;
+  };
+
+  // Bytes one buffer needs for `space`, rounded up to whole 64-bit words.
+  static std::size_t bytes_for(const HeapSpace& space) noexcept;
+
+  static Result<std::unique_ptr<AccessBitmap>> create(const HeapSpace& space);
+  static Result<std::unique_ptr<AccessBitmap>> create(const HeapSpace& space, ExternalBuffers buffers);
+
+  ~AccessBitmap();
+  AccessBitmap(const AccessBitmap&) = delete;
+  AccessBitmap& operator=(const AccessBitmap&) = delete;
+
+  const HeapSpace& space() const noexcept { return space_; }
+  std::size_t size_bytes() const noexcept { return bytes_; }
+  const BarrierDescriptor& descriptor() const noexcept { return desc_; }
+  BarrierDescriptor& descriptor() noexcept { return desc_; }
+
+  // Marks the granule of `addr`. Precondition: space().contains(addr).
+  template <MarkMode kMode>
+  OBJPROF_ALWAYS_INLINE void mark(Address addr) noexcept {
+    std::uint64_t g = (addr - desc_.begin) >> desc_.log2_granule;
+    mark_granule<kMode>(desc_.bitmap.load(std::memory_order_relaxed), g);
+  }
+
+  template <MarkMode kMode>
+  OBJPROF_ALWAYS_INLINE static void mark_granule(std::uint8_t* base, std::uint64_t granule) noexcept {
+    // atomic_ref keeps the racy variant free of undefined behaviour (and of TSan reports)
+    // while still compiling to a plain load, or, store.
+    std::atomic_ref<std::uint8_t> byte(base[granule >> 3]);
+    const auto bit = static_cast<std::uint8_t>(1u << (granule & 7));
+    if constexpr (kMode == MarkMode::kRacy) {
+      byte.store(static_cast<std::uint8_t>(byte.load(std::memory_order_relaxed) | bit), std::memory_order_relaxed);
+    } else if constexpr (kMode == MarkMode::kAtomic) {
+      byte.fetch_or(bit, std::memory_order_relaxed);
+    } else {
+      if (!(byte.load(std::memory_order_relaxed) & bit)) byte.fetch_or(bit, std::memory_order_relaxed);
+    }
+  }
+
+  // True if the granule of `addr` is marked in the active buffer. Out-of-range: false.
+  bool test(Address addr) const noexcept;
+  // Number of set bits in the active buffer.
+  std::uint64_t count() const noexcept;
+
+  // Swaps in a zeroed buffer and returns the bits of the epoch that just ended. The bitmap
+  // is all zero afterwards. Holding more than one snapshot at a time makes the bitmap mmap an
+  // extra buffer (with external buffers that extra buffer is private to this process).
+  Result<BitmapSnapshot> snapshot_and_clear();
+
+ private:
+  friend class BitmapSnapshot;
+  struct Buffer {
+    std::uint8_t* data = nullptr;
+    bool owned = false;   // munmap on destruction
+    int external_index = -1;
+  };
+
+  AccessBitmap(const HeapSpace& space, std::size_t bytes);
+  void release(Buffer buffer) noexcept;  // called by ~BitmapSnapshot: clear and return to pool
+
+  BarrierDescriptor desc_;  // first member: hot fields on the first cache line
+  HeapSpace space_;
+  std::size_t bytes_ = 0;
+  Buffer active_;
+  std::mutex pool_mutex_;  // guards spares_ (collector side only)
+  std::vector<Buffer> spares_;
+  std::atomic<std::uint32_t>* active_index_ = nullptr;
+  std::vector<Buffer> all_owned_;  // every owned buffer, for munmap
+};
+
+// The bits of one epoch. Move-only; destruction clears the buffer and returns it to its bitmap.
+// Must not outlive the AccessBitmap.
+class BitmapSnapshot {
+ public:
+  BitmapSnapshot(BitmapSnapshot&& other) noexcept;
+  BitmapSnapshot& operator=(BitmapSnapshot&& other) noexcept;
+  ~BitmapSnapshot();
+
+  const HeapSpace& space() const noexcept { return owner_->space(); }
+  std::span<const std::uint8_t> bytes() const noexcept { return {data_, size_}; }
+  bool test(Address addr) const noexcept;
+  bool test_granule(std::uint64_t granule) const noexcept { return (data_[granule >> 3] >> (granule & 7)) & 1; }
+  std::uint64_t count() const noexcept;
+
+  // Calls fn(Address) for every marked granule, in address order.
+  template <class Fn>
+  void for_each_marked(Fn&& fn) const {
+    const HeapSpace& s = space();
+    for (std::size_t w = 0; w < size_ / 8; ++w) {
+      std::uint64_t word;
+      __builtin_memcpy(&word, data_ + w * 8, 8);
+      while (word) {
+        const int bit = __builtin_ctzll(word);  // little-endian: byte i bit j is word bit 8i+j
+        word &= word - 1;
+        fn(s.address_of(w * 64 + static_cast<std::uint64_t>(bit)));
+      }
+    }
+  }
+
+ private:
+  friend class AccessBitmap;
+  BitmapSnapshot(AccessBitmap* owner, AccessBitmap::Buffer buffer, std::size_t size)
+      : owner_(owner), buffer_(buffer), data_(buffer.data), size_(size) {}
+
+  AccessBitmap* owner_ = nullptr;
+  AccessBitmap::Buffer buffer_;
+  const std::uint8_t* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+inline const char* mark_mode_name(MarkMode mode) noexcept {
+  switch (mode) {
+    case MarkMode::kRacy: return "racy";
+    case MarkMode::kAtomic: return "atomic";
+    case MarkMode::kAtomicTestFirst: return "atomic-test-first";
+  }
+  return "?";
+}
+
+}  // namespace objprof

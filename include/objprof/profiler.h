@@ -1,0 +1,175 @@
+// Profiler: the VM-agnostic interface a runtime embeds.
+//
+// The runtime registers its heap spaces, types, allocation sites and threads, runs the access
+// barrier (barrier.h) in its interpreter and compiled code, and calls the hooks below from its
+// allocator and collector. The profiler writes a crash-safe trace (trace_format.h) and finds
+// stale objects online: a tracked object (size >= min_tracked_size) that no barrier touched
+// for stale_after_epochs consecutive GC epochs is reported once as a possible leak.
+//
+// Threading contract (the usual stop-the-world safepoint protocol):
+// - attach_thread / detach_thread / on_alloc: from mutator threads, concurrently. on_alloc and
+//   detach_thread are called by the thread that owns the ThreadState.
+// - gc_begin / gc_end: from one collector thread while every attached mutator is stopped at a
+//   safepoint (or, for a concurrent collector, at the handshakes that start and end the cycle).
+// - on_move / on_move_range / on_free: between gc_begin and gc_end, from any number of collector
+//   threads at once. Each object moves at most once per GC; addresses are pre-GC addresses.
+//   Objects allocated during a cycle are not moved or freed by that same cycle.
+// - define_type / define_site: any thread, any time before the id is first used.
+//
+// Epochs: epoch 0 runs from creation to the first gc_begin. The bits of epoch e are harvested
+// at gc_begin(e) (mutators are stopped, so the epoch's accesses are complete): the bitmap is
+// dumped into the trace, cleared and the thread caches reset; gc_end(e) applies the cycle's
+// moves and deaths, resets the caches again (objects moved; a stale cached address could hide
+// a new object's first access), runs the stale check and starts epoch e + 1.
+#pragma once
+
+#include "objprof/access_bitmap.h"
+#include "objprof/barrier.h"
+#include "objprof/heap_space.h"
+#include "objprof/result.h"
+#include "objprof/thread_state.h"
+#include "objprof/trace_format.h"
+#include "objprof/trace_sink.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace objprof {
+
+using SpaceId = std::uint32_t;
+using GcKind = trace::GcKind;
+
+struct TypeInfo {
+  std::uint32_t id = 0;
+  std::string name;
+  std::uint64_t instance_size = 0;  // bytes; for arrays, the header size
+  bool is_array = false;
+};
+
+struct SiteInfo {
+  std::uint32_t id = 0;
+  std::uint64_t pc = 0;             // return address or bytecode pc; 0 if unknown
+  std::string method;               // e.g. "ListLeak.main"
+  std::uint32_t bytecode_offset = 0;
+};
+
+// One possible leak, as passed to the leak callback and returned by possible_leaks().
+struct LeakReport {
+  Address addr = 0;
+  std::uint64_t size = 0;
+  std::uint32_t type_id = 0;
+  std::string_view type_name;
+  std::uint32_t site_id = 0;
+  std::string_view method;
+  std::uint32_t bytecode_offset = 0;
+  std::uint64_t last_access_epoch = 0;
+  std::uint64_t epoch = 0;  // the epoch whose end detected it
+};
+
+// "objprof: possible leak: ..." — the default callback's line.
+std::string format_leak(const LeakReport& report);
+
+struct ProfilerOptions {
+  // GC_K: epochs without an access before a tracked object is reported.
+  std::uint32_t stale_after_epochs = 4;
+  // Objects at least this large are tracked for staleness (seed 001: leaks worth finding are
+  // large objects; every object is still recorded in the trace and marked by the barrier).
+  std::uint64_t min_tracked_size = 256;
+  // Where the trace goes: a sink, or a file path, or neither (no trace).
+  std::unique_ptr<ChunkSink> trace_sink;
+  std::string trace_path;
+  std::size_t chunk_payload = trace::kDefaultChunkPayload;
+  // Called once per newly stale object, on the collector thread inside gc_end. Default: one
+  // line (format_leak) on stderr. Set to an empty function to print nothing.
+  std::function<void(const LeakReport&)> on_leak;
+  bool default_leak_printer = true;
+};
+
+struct ProfilerStats {
+  std::uint64_t epoch = 0;
+  std::uint64_t objects_allocated = 0;
+  std::uint64_t bytes_allocated = 0;
+  std::uint64_t objects_tracked = 0;     // ever tracked (size >= threshold, in a space)
+  std::uint64_t tracked_live = 0;        // tracked and not yet freed
+  std::uint64_t leaks_reported = 0;
+  std::uint64_t barriers_executed = 0;   // counters: only with a counting barrier policy
+  std::uint64_t barrier_cache_hits = 0;
+  std::uint64_t bitmap_marks = 0;
+  std::uint64_t bits_harvested = 0;      // marked granules over all epochs
+  std::uint64_t moves = 0, frees = 0;
+  std::uint64_t trace_bytes = 0, trace_chunks = 0, trace_chunks_lost = 0;
+  std::uint64_t tracker_bytes = 0;       // memory of the stale tracker's table
+};
+
+namespace internal { class StaleTracker; struct ProfilerState; }
+
+class Profiler {
+ public:
+  static Result<std::unique_ptr<Profiler>> create(ProfilerOptions options);
+  ~Profiler();
+  Profiler(const Profiler&) = delete;
+  Profiler& operator=(const Profiler&) = delete;
+
+  // Spaces must be added before the first thread, type, site or GC (the trace header lists
+  // them). Bitmap memory from mmap, or from the embedder (e.g. a shared segment).
+  Result<SpaceId> add_space(const HeapSpace& space);
+  Result<SpaceId> add_space(const HeapSpace& space, AccessBitmap::ExternalBuffers buffers);
+  std::size_t space_count() const noexcept;
+  AccessBitmap& bitmap(SpaceId id);
+  const BarrierDescriptor& barrier_descriptor(SpaceId id) { return bitmap(id).descriptor(); }
+
+  Status define_type(const TypeInfo& type);
+  Status define_site(const SiteInfo& site);
+
+  // Thread ids must be unique among attached threads. The ThreadState lives until the
+  // profiler is destroyed (so a collector may still read it after detach).
+  Result<ThreadState*> attach_thread(std::uint32_t id, std::string name);
+  void detach_thread(ThreadState& thread);
+
+  // --- allocator hook (mutator thread, fast path) ---
+  void on_alloc(ThreadState& thread, std::uint32_t site, std::uint32_t type, Address addr, std::uint64_t size) {
+    bump(thread.allocated_bytes, size);
+    bump(thread.allocated_objects);
+    if (EventBuffer* b = thread.buffer()) b->alloc(site, type, addr, size);
+    if (size >= min_tracked_size_) track_alloc(thread, site, type, addr, size);
+  }
+
+  // --- collector hooks ---
+  Status gc_begin(GcKind kind);
+  void on_move(Address from, Address to);
+  void on_move_range(Address from, Address to, std::uint64_t bytes);
+  void on_free(Address addr);
+  Status gc_end();
+
+  // Flushes every buffer, writes the end record and syncs the trace. Idempotent. Called by
+  // the destructor if the embedder did not.
+  Status finish();
+
+  std::uint64_t epoch() const noexcept { return epoch_.load(std::memory_order_acquire); }
+  bool in_gc() const noexcept { return in_gc_.load(std::memory_order_acquire); }
+  const ProfilerOptions& options() const noexcept { return options_; }
+  ProfilerStats stats() const;
+  // Tracked objects that are stale now, largest first.
+  std::vector<LeakReport> possible_leaks() const;
+  // First trace write error, if any.
+  Status trace_status() const;
+
+ private:
+  explicit Profiler(ProfilerOptions options);
+  void track_alloc(ThreadState& thread, std::uint32_t site, std::uint32_t type, Address addr, std::uint64_t size);
+  void write_header_once();
+  void report(const LeakReport& r);
+
+  ProfilerOptions options_;
+  std::uint64_t min_tracked_size_;
+  std::atomic<std::uint64_t> epoch_{0};
+  std::atomic<bool> in_gc_{false};
+  std::unique_ptr<internal::ProfilerState> state_;
+};
+
+}  // namespace objprof

@@ -1,0 +1,90 @@
+// ThreadState: the per-mutator-thread part of objprof. It holds the last-accessed-object
+// cache the barrier consults first, the optional barrier counters, the thread's allocation
+// clock and its trace buffer. The embedder gets one from Profiler::attach_thread and passes it
+// to every barrier and on_alloc of that thread (as ART passes Thread* in x19).
+//
+// Only the owning thread writes the cache and counters; the collector resets the cache at
+// gc_end. All fields are relaxed atomics so that reset is well defined, and relaxed atomic
+// loads and stores compile to plain moves on x86_64 and arm64.
+#pragma once
+
+#include "objprof/config.h"
+#include "objprof/event_buffer.h"
+#include "objprof/heap_space.h"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace objprof {
+
+
+
+namespace internal {
+// A tracked (size >= threshold) allocation waiting to be merged into the stale tracker at the
+// next gc_begin. Kept on the allocating thread so on_alloc takes no lock.
+struct PendingTracked {
+  Address addr;
+  std::uint32_t site_type;  // interned (site, type) pair
+  std::uint32_t size_granules;
+  std::uint32_t birth_epoch;
+};
+}  // namespace internal
+
+struct BarrierCounters {
+  std::atomic<std::uint64_t> executed{0};    // barriers reached (any object, in range or not)
+  std::atomic<std::uint64_t> cache_hits{0};  // skipped because obj == cache
+  std::atomic<std::uint64_t> marks{0};       // bitmap marks performed
+};
+
+// Owner-thread increment of a relaxed counter: no locked instruction.
+OBJPROF_ALWAYS_INLINE void bump(std::atomic<std::uint64_t>& c, std::uint64_t by = 1) noexcept {
+  c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+
+class alignas(kCacheLine) ThreadState {
+ public:
+  ThreadState(std::uint32_t id, std::string name) : id_(id), name_(std::move(name)) {}
+  ~ThreadState();
+  ThreadState(const ThreadState&) = delete;
+  ThreadState& operator=(const ThreadState&) = delete;
+
+  // The last-accessed-object cache. 0 (null) means empty: null is never in a space.
+  std::atomic<Address> cache{0};
+  BarrierCounters counters;
+
+  std::uint32_t id() const noexcept { return id_; }
+  const std::string& name() const noexcept { return name_; }
+
+  void reset_cache() noexcept { cache.store(0, std::memory_order_relaxed); }
+
+  // Bytes this thread allocated so far (the thesis' clock, summed over threads at each GC).
+  std::atomic<std::uint64_t> allocated_bytes{0};
+  std::atomic<std::uint64_t> allocated_objects{0};
+
+  // Trace buffer of this thread's events; null when the profiler writes no trace.
+  EventBuffer* buffer() noexcept { return buffer_.get(); }
+  void set_buffer(std::unique_ptr<EventBuffer> buffer) noexcept;
+
+  // Profiler-private: tracked allocations since the last GC (owner thread appends).
+  std::vector<internal::PendingTracked>& pending_tracked() noexcept { return pending_tracked_; }
+
+  bool attached() const noexcept { return attached_.load(std::memory_order_acquire); }
+  void set_attached(bool on) noexcept { attached_.store(on, std::memory_order_release); }
+
+ private:
+  std::uint32_t id_;
+  std::string name_;
+  std::unique_ptr<EventBuffer> buffer_;
+  std::vector<internal::PendingTracked> pending_tracked_;
+  std::atomic<bool> attached_{true};
+};
+
+// Offset of the cache slot for code generators: arm64 `ldr x16, [x19, #offset]` (seed 001
+// uses [tr, #2440] inside ART's Thread; ours is at the start of ThreadState).
+inline constexpr std::size_t kThreadCacheOffset = 0;
+
+}  // namespace objprof

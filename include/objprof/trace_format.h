@@ -1,0 +1,85 @@
+// The objprof trace format, version 1: constants and record layouts shared by the writer
+// (event_buffer.h, trace_writer.h) and the reader (trace_reader.h). docs/trace-format.md is
+// the prose version of this file; keep the two in step.
+//
+//   file    := preamble chunk*
+//   preamble:= "OBJPRTRC" u32 version u32 flags                       (16 bytes)
+//   chunk   := u32 magic "CHNK" u32 payload_bytes u32 crc32c u32 stream u64 epoch payload
+//              crc32c covers stream, epoch and payload (bytes 12.. of the chunk)
+//   payload := record*           record := u8 tag, then the tag's fields (little endian, packed)
+//
+// A chunk is written whole or not at all from the reader's point of view: a file cut short
+// ends in a partial chunk, which the reader reports and skips; every earlier chunk is intact.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace objprof::trace {
+
+inline constexpr char kMagic[8] = {'O', 'B', 'J', 'P', 'R', 'T', 'R', 'C'};
+inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::size_t kPreambleBytes = 16;
+
+inline constexpr std::uint32_t kChunkMagic = 0x4B4E4843;  // "CHNK" little endian
+inline constexpr std::size_t kChunkHeaderBytes = 24;
+// The reader refuses larger chunks before allocating anything for them.
+inline constexpr std::uint32_t kMaxChunkPayload = 64u << 20;
+inline constexpr std::size_t kDefaultChunkPayload = 64u << 10;
+
+// Streams: 0 is the profiler's control stream (definitions, GC records, bitmap dumps);
+// 1 carries collector-side events (moves, frees); thread t writes stream kThreadStreamBase + t.
+inline constexpr std::uint32_t kControlStream = 0;
+inline constexpr std::uint32_t kCollectorStream = 1;
+inline constexpr std::uint32_t kThreadStreamBase = 16;
+
+enum class Tag : std::uint8_t {
+  kHeader = 1,        // u32 granule_bytes, u16 space_count, {u32 id, u64 begin, u64 end, str name}*
+  kTypeDef = 2,       // u32 id, u64 instance_size, u8 is_array, str name
+  kSiteDef = 3,       // u32 id, u64 pc, u32 bytecode_offset, str method
+  kThreadDef = 4,     // u32 id, str name
+  kAlloc = 5,         // u32 site, u32 type, u64 addr, u64 size          (thread = chunk stream)
+  kMove = 6,          // u64 from, u64 to
+  kMoveRange = 7,     // u64 from, u64 to, u64 bytes
+  kFree = 8,          // u64 addr
+  kGcBegin = 9,       // u64 epoch, u8 kind, u64 bytes_allocated
+  kGcEnd = 10,        // u64 epoch, u64 bytes_allocated
+  kBitmapDense = 11,  // u32 space, u64 first_word, u32 word_count, u64 word*
+  kBitmapSparse = 12, // u32 space, u32 count, {u64 word_index, u64 word}*
+  kThreadEnd = 13,    // u32 id
+  kStale = 14,        // u64 addr, u64 last_access_epoch, u64 epoch      (online leak report)
+  kEnd = 15,          // u64 epoch, u64 bytes_allocated                  (clean end of trace)
+};
+
+inline constexpr std::uint8_t kMaxTag = 15;
+// Strings are u16 length + bytes (no terminator).
+inline constexpr std::size_t kMaxString = 0xFFFF;
+
+// Fixed record sizes (tag byte included) for the hot records.
+inline constexpr std::size_t kAllocBytes = 1 + 4 + 4 + 8 + 8;
+inline constexpr std::size_t kMoveBytes = 1 + 8 + 8;
+inline constexpr std::size_t kMoveRangeBytes = 1 + 8 + 8 + 8;
+inline constexpr std::size_t kFreeBytes = 1 + 8;
+
+enum class GcKind : std::uint8_t {
+  kMinor = 0,      // young generation / nursery
+  kFull = 1,       // whole heap, stop the world
+  kConcurrent = 2, // concurrent mark-sweep cycle
+  kCopying = 3,    // semi-space copy
+  kCompacting = 4, // sliding compaction
+};
+
+const char* gc_kind_name(GcKind kind) noexcept;
+
+inline const char* gc_kind_name(GcKind kind) noexcept {
+  switch (kind) {
+    case GcKind::kMinor: return "minor";
+    case GcKind::kFull: return "full";
+    case GcKind::kConcurrent: return "concurrent";
+    case GcKind::kCopying: return "copying";
+    case GcKind::kCompacting: return "compacting";
+  }
+  return "unknown";
+}
+
+}  // namespace objprof::trace

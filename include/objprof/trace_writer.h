@@ -1,0 +1,55 @@
+// TraceWriter: frames chunks from EventBuffers and writes them, in order, to a ChunkSink.
+//
+// Each thread appends to its own EventBuffer without locks; only handing a finished chunk to
+// the sink takes the writer's mutex (once per ~64 KiB of events). The first sink error is kept
+// (status()) and later chunks are counted as lost rather than silently dropped.
+#pragma once
+
+#include "objprof/event_buffer.h"
+#include "objprof/result.h"
+#include "objprof/trace_sink.h"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+namespace objprof {
+
+class TraceWriter {
+ public:
+  // Writes the preamble immediately.
+  static Result<std::unique_ptr<TraceWriter>> create(std::unique_ptr<ChunkSink> sink,
+                                                     std::size_t chunk_payload = trace::kDefaultChunkPayload);
+
+  std::unique_ptr<EventBuffer> make_buffer(std::uint32_t stream);
+
+  // The epoch stamped on chunks flushed from now on.
+  void set_epoch(std::uint64_t epoch) noexcept { epoch_.store(epoch, std::memory_order_relaxed); }
+  std::uint64_t epoch() const noexcept { return epoch_.load(std::memory_order_relaxed); }
+
+  // Frames `payload` (which must be preceded by kChunkHeaderBytes of writable space) and writes
+  // it. Used by EventBuffer.
+  void commit(std::uint8_t* header, std::size_t payload_bytes, std::uint32_t stream);
+
+  Status flush_sink();
+  Status status() const;
+  std::uint64_t chunks_written() const noexcept { return chunks_.load(std::memory_order_relaxed); }
+  std::uint64_t bytes_written() const noexcept { return bytes_.load(std::memory_order_relaxed); }
+  std::uint64_t chunks_lost() const noexcept { return lost_.load(std::memory_order_relaxed); }
+  std::size_t chunk_payload() const noexcept { return chunk_payload_; }
+  ChunkSink& sink() noexcept { return *sink_; }
+
+ private:
+  TraceWriter(std::unique_ptr<ChunkSink> sink, std::size_t chunk_payload)
+      : sink_(std::move(sink)), chunk_payload_(chunk_payload) {}
+
+  std::unique_ptr<ChunkSink> sink_;
+  std::size_t chunk_payload_;
+  std::atomic<std::uint64_t> epoch_{0};
+  mutable std::mutex mutex_;  // serialises sink writes; guards error_
+  Status error_;
+  std::atomic<std::uint64_t> chunks_{0}, bytes_{0}, lost_{0};
+};
+
+}  // namespace objprof

@@ -1,0 +1,168 @@
+// AccessBitmap slow paths: buffer management and the snapshot swap.
+#include "objprof/access_bitmap.h"
+
+#include <sys/mman.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+
+static_assert(std::endian::native == std::endian::little,
+              "bitmap words are read as little-endian (byte i, bit j = word bit 8i+j)");
+
+namespace objprof {
+namespace {
+
+std::uint8_t* map_zeroed(std::size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<std::uint8_t*>(p);
+}
+
+// Large buffers are returned to the kernel instead of memset: MADV_DONTNEED on private
+// anonymous memory reads back as zeros, which costs nothing now and a page fault per touched
+// page later. Small ones are cleared in place (cheaper than the faults).
+constexpr std::size_t kMadviseThreshold = std::size_t{4} << 20;
+
+void clear_buffer(std::uint8_t* data, std::size_t bytes, bool owned) {
+  if (owned && bytes >= kMadviseThreshold && madvise(data, bytes, MADV_DONTNEED) == 0) return;
+  std::memset(data, 0, bytes);
+}
+
+}  // namespace
+
+std::size_t AccessBitmap::bytes_for(const HeapSpace& space) noexcept {
+  const std::uint64_t granules = space.granule_count();
+  return static_cast<std::size_t>((granules + 63) / 64 * 8);
+}
+
+AccessBitmap::AccessBitmap(const HeapSpace& space, std::size_t bytes) : space_(space), bytes_(bytes) {
+  desc_.begin = space.begin();
+  desc_.size = space.size();
+  desc_.log2_granule = space.log2_alignment();
+}
+
+Result<std::unique_ptr<AccessBitmap>> AccessBitmap::create(const HeapSpace& space) {
+  const std::size_t bytes = bytes_for(space);
+  std::unique_ptr<AccessBitmap> bm(new AccessBitmap(space, bytes));
+  for (int i = 0; i < 2; ++i) {
+    std::uint8_t* data = map_zeroed(bytes);
+    if (!data)
+      return make_error(ErrorCode::kIo, "cannot map " + std::to_string(bytes) +
+                                            " bytes for the access bitmap: " + std::strerror(errno));
+    Buffer b{data, true, -1};
+    bm->all_owned_.push_back(b);
+    if (i == 0) bm->active_ = b; else bm->spares_.push_back(b);
+  }
+  bm->desc_.bitmap.store(bm->active_.data, std::memory_order_release);
+  return bm;
+}
+
+Result<std::unique_ptr<AccessBitmap>> AccessBitmap::create(const HeapSpace& space, ExternalBuffers buffers) {
+  if (!buffers.buffers[0] || !buffers.buffers[1] || buffers.buffers[0] == buffers.buffers[1])
+    return make_error(ErrorCode::kInvalidArgument, "access bitmap needs two distinct external buffers");
+  std::unique_ptr<AccessBitmap> bm(new AccessBitmap(space, bytes_for(space)));
+  bm->active_ = Buffer{buffers.buffers[0], false, 0};
+  bm->spares_.push_back(Buffer{buffers.buffers[1], false, 1});
+  bm->active_index_ = buffers.active_index;
+  if (bm->active_index_) bm->active_index_->store(0, std::memory_order_release);
+  bm->desc_.bitmap.store(bm->active_.data, std::memory_order_release);
+  return bm;
+}
+
+AccessBitmap::~AccessBitmap() {
+  for (const Buffer& b : all_owned_) munmap(b.data, bytes_);
+}
+
+bool AccessBitmap::test(Address addr) const noexcept {
+  if (!space_.contains(addr)) return false;
+  const std::uint64_t g = space_.granule_of(addr);
+  const std::uint8_t* base = desc_.bitmap.load(std::memory_order_acquire);
+  std::atomic_ref<const std::uint8_t> byte(base[g >> 3]);
+  return (byte.load(std::memory_order_relaxed) >> (g & 7)) & 1;
+}
+
+std::uint64_t AccessBitmap::count() const noexcept {
+  const std::uint8_t* base = desc_.bitmap.load(std::memory_order_acquire);
+  std::uint64_t n = 0;
+  for (std::size_t i = 0; i < bytes_; ++i)
+    n += static_cast<std::uint64_t>(std::popcount(std::atomic_ref<const std::uint8_t>(base[i]).load(std::memory_order_relaxed)));
+  return n;
+}
+
+Result<BitmapSnapshot> AccessBitmap::snapshot_and_clear() {
+  Buffer next;
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    if (!spares_.empty()) {
+      // Prefer a buffer of the shared segment so live readers keep seeing the active one.
+      auto it = spares_.begin();
+      for (auto s = spares_.begin(); s != spares_.end(); ++s)
+        if (s->external_index >= 0) { it = s; break; }
+      next = *it;
+      spares_.erase(it);
+    }
+  }
+  if (!next.data) {
+    std::uint8_t* data = map_zeroed(bytes_);
+    if (!data)
+      return make_error(ErrorCode::kIo, std::string("cannot map a spare access bitmap buffer: ") + std::strerror(errno));
+    next = Buffer{data, true, -1};
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    all_owned_.push_back(next);
+  }
+  // The swap: the only step mutators can observe. acq_rel pairs with the barrier's relaxed
+  // load through the data dependency on the pointer it reads.
+  Buffer old = active_;
+  active_ = next;
+  desc_.bitmap.exchange(next.data, std::memory_order_acq_rel);
+  if (active_index_ && next.external_index >= 0)
+    active_index_->store(static_cast<std::uint32_t>(next.external_index), std::memory_order_release);
+  return BitmapSnapshot(this, old, bytes_);
+}
+
+void AccessBitmap::release(Buffer buffer) noexcept {
+  clear_buffer(buffer.data, bytes_, buffer.owned);
+  std::lock_guard<std::mutex> lock(pool_mutex_);
+  spares_.push_back(buffer);
+}
+
+BitmapSnapshot::BitmapSnapshot(BitmapSnapshot&& other) noexcept
+    : owner_(other.owner_), buffer_(other.buffer_), data_(other.data_), size_(other.size_) {
+  other.owner_ = nullptr;
+  other.data_ = nullptr;
+}
+
+BitmapSnapshot& BitmapSnapshot::operator=(BitmapSnapshot&& other) noexcept {
+  if (this != &other) {
+    if (owner_) owner_->release(buffer_);
+    owner_ = other.owner_;
+    buffer_ = other.buffer_;
+    data_ = other.data_;
+    size_ = other.size_;
+    other.owner_ = nullptr;
+    other.data_ = nullptr;
+  }
+  return *this;
+}
+
+BitmapSnapshot::~BitmapSnapshot() {
+  if (owner_) owner_->release(buffer_);
+}
+
+bool BitmapSnapshot::test(Address addr) const noexcept {
+  const HeapSpace& s = space();
+  if (!s.contains(addr)) return false;
+  return test_granule(s.granule_of(addr));
+}
+
+std::uint64_t BitmapSnapshot::count() const noexcept {
+  std::uint64_t n = 0;
+  for (std::size_t w = 0; w < size_ / 8; ++w) {
+    std::uint64_t word;
+    std::memcpy(&word, data_ + w * 8, 8);
+    n += static_cast<std::uint64_t>(std::popcount(word));
+  }
+  return n;
+}
+
+}  // namespace objprof

@@ -1,0 +1,543 @@
+// Profiler slow paths: registration, GC bracketing, trace records that are not hot, and the
+// online stale check.
+#include "objprof/profiler.h"
+
+#include "objprof/trace_writer.h"
+#include "stale_tracker.h"
+
+#include <fmt/core.h>
+#include <tbb/concurrent_hash_map.h>
+#include <tbb/concurrent_unordered_map.h>
+#include <tbb/concurrent_vector.h>
+#include <tbb/enumerable_thread_specific.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <shared_mutex>
+
+namespace objprof {
+
+ThreadState::~ThreadState() = default;
+void ThreadState::set_buffer(std::unique_ptr<EventBuffer> buffer) noexcept { buffer_ = std::move(buffer); }
+
+namespace internal {
+
+// What one collector thread logs during a GC cycle.
+struct CollectorLocal {
+  std::unique_ptr<EventBuffer> buffer;
+  std::vector<MoveLog> moves;
+  std::vector<RangeMoveLog> ranges;
+  std::vector<Address> frees;
+};
+
+struct ProfilerState {
+  std::vector<HeapSpace> spaces;
+  std::vector<std::unique_ptr<AccessBitmap>> bitmaps;
+  std::once_flag header_once;
+  std::atomic<bool> frozen{false};
+
+  std::unique_ptr<TraceWriter> writer;
+  std::mutex control_mutex;  // guards control (definitions are rare; GC records are single-threaded)
+  std::unique_ptr<EventBuffer> control;
+
+  tbb::concurrent_unordered_map<std::uint32_t, TypeInfo> types;
+  tbb::concurrent_unordered_map<std::uint32_t, SiteInfo> sites;
+  // Interned (site, type) pairs: the tracker stores one 32-bit index instead of both ids.
+  tbb::concurrent_hash_map<std::uint64_t, std::uint32_t> pair_index;
+  tbb::concurrent_vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
+
+  std::shared_mutex threads_mutex;  // attach/detach (rare) vs GC iteration
+  std::vector<std::unique_ptr<ThreadState>> threads;
+
+  tbb::enumerable_thread_specific<CollectorLocal> collectors;
+
+  StaleTracker tracker;
+  std::atomic<std::uint64_t> objects_tracked{0};
+  std::uint64_t leaks_reported = 0, bits_harvested = 0, moves = 0, frees = 0;
+  std::uint64_t bytes_at_gc = 0;
+  bool finished = false;
+};
+
+}  // namespace internal
+
+using internal::ProfilerState;
+
+std::string format_leak(const LeakReport& r) {
+  return fmt::format(
+      "objprof: possible leak: {:#x} {} ({} bytes) allocated at {} bci {} (site {}), last accessed in epoch {}, "
+      "not since ({} GCs)",
+      r.addr, r.type_name.empty() ? std::string_view("<unknown type>") : r.type_name, r.size,
+      r.method.empty() ? std::string_view("<unknown method>") : r.method, r.bytecode_offset, r.site_id,
+      r.last_access_epoch, r.epoch - r.last_access_epoch);
+}
+
+Profiler::Profiler(ProfilerOptions options)
+    : options_(std::move(options)), min_tracked_size_(options_.min_tracked_size), state_(std::make_unique<ProfilerState>()) {}
+
+Result<std::unique_ptr<Profiler>> Profiler::create(ProfilerOptions options) {
+  if (options.stale_after_epochs == 0)
+    return make_error(ErrorCode::kInvalidArgument, "stale_after_epochs (GC_K) must be at least 1");
+  if (options.trace_sink && !options.trace_path.empty())
+    return make_error(ErrorCode::kInvalidArgument, "give either a trace sink or a trace path, not both");
+  std::unique_ptr<ChunkSink> sink = std::move(options.trace_sink);
+  if (!options.trace_path.empty()) {
+    auto file = FileSink::create(options.trace_path);
+    if (!file.ok()) return file.error();
+    sink = std::move(*file);
+  }
+  if (!options.on_leak && options.default_leak_printer)
+    options.on_leak = [](const LeakReport& r) { std::fprintf(stderr, "%s\n", format_leak(r).c_str()); };
+  std::unique_ptr<Profiler> p(new Profiler(std::move(options)));
+  if (sink) {
+    auto writer = TraceWriter::create(std::move(sink), p->options_.chunk_payload);
+    if (!writer.ok()) return writer.error();
+    p->state_->writer = std::move(*writer);
+    p->state_->control = p->state_->writer->make_buffer(trace::kControlStream);
+  }
+  return p;
+}
+
+Profiler::~Profiler() { (void)finish(); }
+
+namespace {
+
+Status check_space(const std::vector<HeapSpace>& spaces, const HeapSpace& space) {
+  if (space.granule_count() > internal::StaleTracker::kMaxGranules)
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("space of {} bytes has more than 2^32 granules of {} bytes", space.size(), space.alignment()));
+  for (const HeapSpace& s : spaces) {
+    if (space.begin() < s.end() && s.begin() < space.end())
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("space [{:#x}, {:#x}) overlaps space [{:#x}, {:#x})",
+                                                                 space.begin(), space.end(), s.begin(), s.end()));
+    if (s.alignment() != space.alignment())
+      return make_error(ErrorCode::kInvalidArgument, "all spaces of one profiler must share one alignment K");
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<SpaceId> Profiler::add_space(const HeapSpace& space) {
+  if (state_->frozen.load()) return make_error(ErrorCode::kProtocol, "add_space after the profiler started (threads, types, sites or GCs exist)");
+  OBJPROF_RETURN_IF_ERROR(check_space(state_->spaces, space));
+  auto bm = AccessBitmap::create(space);
+  if (!bm.ok()) return bm.error();
+  state_->spaces.push_back(space);
+  state_->bitmaps.push_back(std::move(*bm));
+  return static_cast<SpaceId>(state_->spaces.size() - 1);
+}
+
+Result<SpaceId> Profiler::add_space(const HeapSpace& space, AccessBitmap::ExternalBuffers buffers) {
+  if (state_->frozen.load()) return make_error(ErrorCode::kProtocol, "add_space after the profiler started (threads, types, sites or GCs exist)");
+  OBJPROF_RETURN_IF_ERROR(check_space(state_->spaces, space));
+  auto bm = AccessBitmap::create(space, buffers);
+  if (!bm.ok()) return bm.error();
+  state_->spaces.push_back(space);
+  state_->bitmaps.push_back(std::move(*bm));
+  return static_cast<SpaceId>(state_->spaces.size() - 1);
+}
+
+std::size_t Profiler::space_count() const noexcept { return state_->spaces.size(); }
+
+AccessBitmap& Profiler::bitmap(SpaceId id) { return *state_->bitmaps.at(id); }
+
+void Profiler::write_header_once() {
+  std::call_once(state_->header_once, [this] {
+    state_->frozen.store(true);
+    state_->tracker.set_spaces(state_->spaces);
+    if (!state_->control) return;
+    std::size_t bytes = 1 + 4 + 2;
+    for (const HeapSpace& s : state_->spaces) bytes += 4 + 8 + 8 + EventBuffer::string_bytes(s.name());
+    std::lock_guard<std::mutex> lock(state_->control_mutex);
+    std::uint8_t* p = state_->control->begin_record(bytes);
+    p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kHeader));
+    p = EventBuffer::put_u32(p, state_->spaces.empty() ? HeapSpace::kDefaultAlignment : state_->spaces[0].alignment());
+    p = EventBuffer::put_u16(p, static_cast<std::uint16_t>(state_->spaces.size()));
+    for (std::size_t i = 0; i < state_->spaces.size(); ++i) {
+      const HeapSpace& s = state_->spaces[i];
+      p = EventBuffer::put_u32(p, static_cast<std::uint32_t>(i));
+      p = EventBuffer::put_u64(p, s.begin());
+      p = EventBuffer::put_u64(p, s.end());
+      p = EventBuffer::put_string(p, s.name());
+    }
+    state_->control->flush();
+  });
+}
+
+Status Profiler::define_type(const TypeInfo& type) {
+  write_header_once();
+  if (!state_->types.emplace(type.id, type).second)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("type id {} is already defined", type.id));
+  if (state_->control) {
+    std::lock_guard<std::mutex> lock(state_->control_mutex);
+    std::uint8_t* p = state_->control->begin_record(1 + 4 + 8 + 1 + EventBuffer::string_bytes(type.name));
+    p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kTypeDef));
+    p = EventBuffer::put_u32(p, type.id);
+    p = EventBuffer::put_u64(p, type.instance_size);
+    p = EventBuffer::put_u8(p, type.is_array ? 1 : 0);
+    EventBuffer::put_string(p, type.name);
+    // Flushed now so the definition precedes, in the file, any thread chunk that uses it.
+    state_->control->flush();
+  }
+  return {};
+}
+
+Status Profiler::define_site(const SiteInfo& site) {
+  write_header_once();
+  if (!state_->sites.emplace(site.id, site).second)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("site id {} is already defined", site.id));
+  if (state_->control) {
+    std::lock_guard<std::mutex> lock(state_->control_mutex);
+    std::uint8_t* p = state_->control->begin_record(1 + 4 + 8 + 4 + EventBuffer::string_bytes(site.method));
+    p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kSiteDef));
+    p = EventBuffer::put_u32(p, site.id);
+    p = EventBuffer::put_u64(p, site.pc);
+    p = EventBuffer::put_u32(p, site.bytecode_offset);
+    EventBuffer::put_string(p, site.method);
+    state_->control->flush();
+  }
+  return {};
+}
+
+Result<ThreadState*> Profiler::attach_thread(std::uint32_t id, std::string name) {
+  write_header_once();
+  auto t = std::make_unique<ThreadState>(id, std::move(name));
+  if (state_->writer) t->set_buffer(state_->writer->make_buffer(trace::kThreadStreamBase + id));
+  ThreadState* raw = t.get();
+  {
+    std::unique_lock<std::shared_mutex> lock(state_->threads_mutex);
+    for (const auto& other : state_->threads)
+      if (other->attached() && other->id() == id)
+        return make_error(ErrorCode::kInvalidArgument, fmt::format("thread id {} is already attached", id));
+    state_->threads.push_back(std::move(t));
+  }
+  if (state_->control) {
+    std::lock_guard<std::mutex> lock(state_->control_mutex);
+    std::uint8_t* p = state_->control->begin_record(1 + 4 + EventBuffer::string_bytes(raw->name()));
+    p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kThreadDef));
+    p = EventBuffer::put_u32(p, id);
+    EventBuffer::put_string(p, raw->name());
+    state_->control->flush();
+  }
+  return raw;
+}
+
+void Profiler::detach_thread(ThreadState& thread) {
+  if (!thread.attached()) return;
+  if (EventBuffer* b = thread.buffer()) b->flush();
+  thread.set_attached(false);
+  if (state_->control) {
+    std::lock_guard<std::mutex> lock(state_->control_mutex);
+    std::uint8_t* p = state_->control->begin_record(1 + 4);
+    p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kThreadEnd));
+    EventBuffer::put_u32(p, thread.id());
+    state_->control->flush();
+  }
+}
+
+void Profiler::track_alloc(ThreadState& thread, std::uint32_t site, std::uint32_t type, Address addr, std::uint64_t size) {
+  const std::uint64_t key = (std::uint64_t{site} << 32) | type;
+  std::uint32_t pair;
+  {
+    tbb::concurrent_hash_map<std::uint64_t, std::uint32_t>::const_accessor found;
+    if (state_->pair_index.find(found, key)) {
+      pair = found->second;
+    } else {
+      found.release();
+      tbb::concurrent_hash_map<std::uint64_t, std::uint32_t>::accessor slot;
+      if (state_->pair_index.insert(slot, key)) {
+        slot->second = static_cast<std::uint32_t>(state_->pairs.push_back({site, type}) - state_->pairs.begin());
+      }
+      pair = slot->second;
+    }
+  }
+  const std::uint32_t log2k = state_->spaces.empty() ? 3 : state_->spaces[0].log2_alignment();
+  const std::uint64_t granules = std::min<std::uint64_t>((size + (1u << log2k) - 1) >> log2k, internal::StaleTracker::kSizeMask);
+  thread.pending_tracked().push_back(
+      internal::PendingTracked{addr, pair, static_cast<std::uint32_t>(granules), static_cast<std::uint32_t>(epoch())});
+}
+
+namespace {
+
+// Writes the marked words of one snapshot: sparse (index, word) pairs when under half the
+// words are non-zero, dense runs otherwise; either way in pieces that fit one chunk.
+void write_bitmap(EventBuffer& out, std::uint32_t space, const BitmapSnapshot& snap) {
+  const auto bytes = snap.bytes();
+  const std::size_t words = bytes.size() / 8;
+  auto word_at = [&](std::size_t i) {
+    std::uint64_t w;
+    std::memcpy(&w, bytes.data() + i * 8, 8);
+    return w;
+  };
+  std::size_t nonzero = 0;
+  for (std::size_t i = 0; i < words; ++i) nonzero += word_at(i) != 0;
+  if (nonzero == 0) return;
+  if (nonzero * 2 < words) {
+    const std::size_t per = (out.capacity() - 16) / 16;
+    std::size_t i = 0;
+    while (i < words) {
+      // Gather up to `per` non-zero words.
+      std::vector<std::pair<std::uint64_t, std::uint64_t>> batch;
+      for (; i < words && batch.size() < per; ++i)
+        if (std::uint64_t w = word_at(i)) batch.emplace_back(i, w);
+      if (batch.empty()) break;
+      std::uint8_t* p = out.begin_record(1 + 4 + 4 + batch.size() * 16);
+      p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kBitmapSparse));
+      p = EventBuffer::put_u32(p, space);
+      p = EventBuffer::put_u32(p, static_cast<std::uint32_t>(batch.size()));
+      for (auto [idx, w] : batch) {
+        p = EventBuffer::put_u64(p, idx);
+        p = EventBuffer::put_u64(p, w);
+      }
+    }
+  } else {
+    const std::size_t per = (out.capacity() - 24) / 8;
+    for (std::size_t first = 0; first < words; first += per) {
+      const std::size_t n = std::min(per, words - first);
+      std::uint8_t* p = out.begin_record(1 + 4 + 8 + 4 + n * 8);
+      p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kBitmapDense));
+      p = EventBuffer::put_u32(p, space);
+      p = EventBuffer::put_u64(p, first);
+      p = EventBuffer::put_u32(p, static_cast<std::uint32_t>(n));
+      std::memcpy(p, bytes.data() + first * 8, n * 8);
+    }
+  }
+}
+
+}  // namespace
+
+Status Profiler::gc_begin(GcKind kind) {
+  write_header_once();
+  bool expected = false;
+  if (!in_gc_.compare_exchange_strong(expected, true))
+    return make_error(ErrorCode::kProtocol, fmt::format("gc_begin in epoch {} while a GC is already running", epoch()));
+  ProfilerState& st = *state_;
+  const auto e = epoch();
+  std::uint64_t bytes = 0;
+  {
+    std::shared_lock<std::shared_mutex> lock(st.threads_mutex);
+    for (const auto& t : st.threads) {
+      // Mutators are stopped: their buffers go out now, so every alloc of this epoch precedes
+      // the gc-begin record in the file.
+      if (EventBuffer* b = t->buffer()) b->flush();
+      for (const auto& p : t->pending_tracked())
+        if (st.tracker.add(p)) st.objects_tracked.fetch_add(1, std::memory_order_relaxed);
+      t->pending_tracked().clear();
+      bytes += t->allocated_bytes.load(std::memory_order_relaxed);
+      t->reset_cache();
+    }
+  }
+  st.tracker.merge_pending();
+  st.bytes_at_gc = bytes;
+  std::lock_guard<std::mutex> lock(st.control_mutex);
+  if (st.control) {
+    std::uint8_t* p = st.control->begin_record(1 + 8 + 1 + 8);
+    p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kGcBegin));
+    p = EventBuffer::put_u64(p, e);
+    p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(kind));
+    EventBuffer::put_u64(p, bytes);
+  }
+  // Harvest the epoch's bits: swap each bitmap (the mutator-visible part is one pointer
+  // exchange), dump, and apply them to the tracked objects at their pre-GC addresses.
+  for (std::size_t s = 0; s < st.bitmaps.size(); ++s) {
+    auto snap = st.bitmaps[s]->snapshot_and_clear();
+    if (!snap.ok()) {
+      in_gc_.store(false);
+      return snap.error();
+    }
+    st.bits_harvested += snap->count();
+    if (st.control) write_bitmap(*st.control, static_cast<std::uint32_t>(s), *snap);
+    st.tracker.apply_bits(s, *snap, static_cast<std::uint32_t>(e));
+  }
+  if (st.control) st.control->flush();
+  return {};
+}
+
+void Profiler::on_move(Address from, Address to) {
+  auto& local = state_->collectors.local();
+  if (state_->writer) {
+    if (!local.buffer) local.buffer = state_->writer->make_buffer(trace::kCollectorStream);
+    local.buffer->move(from, to);
+  }
+  local.moves.push_back({from, to});
+}
+
+void Profiler::on_move_range(Address from, Address to, std::uint64_t bytes) {
+  auto& local = state_->collectors.local();
+  if (state_->writer) {
+    if (!local.buffer) local.buffer = state_->writer->make_buffer(trace::kCollectorStream);
+    local.buffer->move_range(from, to, bytes);
+  }
+  local.ranges.push_back({from, to, bytes});
+}
+
+void Profiler::on_free(Address addr) {
+  auto& local = state_->collectors.local();
+  if (state_->writer) {
+    if (!local.buffer) local.buffer = state_->writer->make_buffer(trace::kCollectorStream);
+    local.buffer->free(addr);
+  }
+  local.frees.push_back(addr);
+}
+
+Status Profiler::gc_end() {
+  if (!in_gc_.load()) return make_error(ErrorCode::kProtocol, fmt::format("gc_end in epoch {} without gc_begin", epoch()));
+  ProfilerState& st = *state_;
+  const auto e = static_cast<std::uint32_t>(epoch());
+  std::vector<internal::MoveLog> moves;
+  std::vector<internal::RangeMoveLog> ranges;
+  std::vector<Address> frees;
+  for (auto& local : st.collectors) {
+    if (local.buffer) local.buffer->flush();
+    moves.insert(moves.end(), local.moves.begin(), local.moves.end());
+    ranges.insert(ranges.end(), local.ranges.begin(), local.ranges.end());
+    frees.insert(frees.end(), local.frees.begin(), local.frees.end());
+    local.moves.clear();
+    local.ranges.clear();
+    local.frees.clear();
+  }
+  st.moves += moves.size() + ranges.size();
+  st.frees += frees.size();
+  st.tracker.apply(moves, ranges, frees);
+
+  std::vector<std::pair<Address, internal::TrackedRecord*>> fresh;
+  st.tracker.for_each_stale(e, options_.stale_after_epochs, [&](Address a, internal::TrackedRecord& r) {
+    if (!(r.size_flags & internal::StaleTracker::kReported)) {
+      r.size_flags |= internal::StaleTracker::kReported;
+      fresh.emplace_back(a, &r);
+    }
+  });
+  {
+    std::shared_lock<std::shared_mutex> lock(st.threads_mutex);
+    for (const auto& t : st.threads) t->reset_cache();
+  }
+  {
+    std::lock_guard<std::mutex> lock(st.control_mutex);
+    if (st.control) {
+      for (auto [a, r] : fresh) {
+        std::uint8_t* p = st.control->begin_record(1 + 24);
+        p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kStale));
+        p = EventBuffer::put_u64(p, a);
+        p = EventBuffer::put_u64(p, r->last_access);
+        EventBuffer::put_u64(p, e);
+      }
+      std::uint8_t* p = st.control->begin_record(1 + 16);
+      p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kGcEnd));
+      p = EventBuffer::put_u64(p, e);
+      EventBuffer::put_u64(p, st.bytes_at_gc);
+      st.control->flush();
+    }
+    if (st.writer) st.writer->set_epoch(e + 1);
+  }
+  epoch_.store(e + 1, std::memory_order_release);
+  in_gc_.store(false, std::memory_order_release);
+  // Callbacks run last, outside every lock, so they may call back into the profiler.
+  for (auto [a, r] : fresh) {
+    ++st.leaks_reported;
+    LeakReport rep;
+    rep.addr = a;
+    rep.size = std::uint64_t{r->size_flags & internal::StaleTracker::kSizeMask} << st.tracker.log2_granule(0);
+    const auto [site, type] = st.pairs[r->site_type];
+    rep.site_id = site;
+    rep.type_id = type;
+    if (auto it = st.types.find(type); it != st.types.end()) rep.type_name = it->second.name;
+    if (auto it = st.sites.find(site); it != st.sites.end()) {
+      rep.method = it->second.method;
+      rep.bytecode_offset = it->second.bytecode_offset;
+    }
+    rep.last_access_epoch = r->last_access;
+    rep.epoch = e;
+    if (options_.on_leak) options_.on_leak(rep);
+  }
+  return {};
+}
+
+Status Profiler::finish() {
+  ProfilerState& st = *state_;
+  if (st.finished) return trace_status();
+  st.finished = true;
+  if (!st.writer) return {};
+  write_header_once();
+  {
+    std::shared_lock<std::shared_mutex> lock(st.threads_mutex);
+    for (const auto& t : st.threads)
+      if (EventBuffer* b = t->buffer()) b->flush();
+  }
+  for (auto& local : st.collectors)
+    if (local.buffer) local.buffer->flush();
+  std::uint64_t bytes = 0;
+  {
+    std::shared_lock<std::shared_mutex> lock(st.threads_mutex);
+    for (const auto& t : st.threads) bytes += t->allocated_bytes.load(std::memory_order_relaxed);
+  }
+  std::lock_guard<std::mutex> lock(st.control_mutex);
+  std::uint8_t* p = st.control->begin_record(1 + 16);
+  p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kEnd));
+  p = EventBuffer::put_u64(p, epoch());
+  EventBuffer::put_u64(p, bytes);
+  st.control->flush();
+  Status s = st.writer->flush_sink();
+  if (!s.ok()) return s;
+  return st.writer->status();
+}
+
+Status Profiler::trace_status() const { return state_->writer ? state_->writer->status() : Status{}; }
+
+ProfilerStats Profiler::stats() const {
+  ProfilerState& st = *state_;
+  ProfilerStats s;
+  s.epoch = epoch();
+  {
+    std::shared_lock<std::shared_mutex> lock(st.threads_mutex);
+    for (const auto& t : st.threads) {
+      s.objects_allocated += t->allocated_objects.load(std::memory_order_relaxed);
+      s.bytes_allocated += t->allocated_bytes.load(std::memory_order_relaxed);
+      s.barriers_executed += t->counters.executed.load(std::memory_order_relaxed);
+      s.barrier_cache_hits += t->counters.cache_hits.load(std::memory_order_relaxed);
+      s.bitmap_marks += t->counters.marks.load(std::memory_order_relaxed);
+    }
+  }
+  s.objects_tracked = st.objects_tracked.load(std::memory_order_relaxed);
+  s.tracked_live = st.tracker.live();
+  s.tracker_bytes = st.tracker.bytes();
+  s.leaks_reported = st.leaks_reported;
+  s.bits_harvested = st.bits_harvested;
+  s.moves = st.moves;
+  s.frees = st.frees;
+  if (st.writer) {
+    s.trace_bytes = st.writer->bytes_written();
+    s.trace_chunks = st.writer->chunks_written();
+    s.trace_chunks_lost = st.writer->chunks_lost();
+  }
+  return s;
+}
+
+std::vector<LeakReport> Profiler::possible_leaks() const {
+  ProfilerState& st = *state_;
+  std::vector<LeakReport> out;
+  const auto e = static_cast<std::uint32_t>(epoch());
+  // The current epoch has not ended; staleness is judged at the last completed one.
+  if (e == 0) return out;
+  st.tracker.for_each_stale(e - 1, options_.stale_after_epochs, [&](Address a, internal::TrackedRecord& r) {
+    LeakReport rep;
+    rep.addr = a;
+    rep.size = std::uint64_t{r.size_flags & internal::StaleTracker::kSizeMask} << st.tracker.log2_granule(0);
+    const auto [site, type] = st.pairs[r.site_type];
+    rep.site_id = site;
+    rep.type_id = type;
+    if (auto it = st.types.find(type); it != st.types.end()) rep.type_name = it->second.name;
+    if (auto it = st.sites.find(site); it != st.sites.end()) {
+      rep.method = it->second.method;
+      rep.bytecode_offset = it->second.bytecode_offset;
+    }
+    rep.last_access_epoch = r.last_access;
+    rep.epoch = e - 1;
+    out.push_back(rep);
+  });
+  std::stable_sort(out.begin(), out.end(), [](const LeakReport& a, const LeakReport& b) { return a.size > b.size; });
+  return out;
+}
+
+}  // namespace objprof

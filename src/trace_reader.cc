@@ -1,0 +1,431 @@
+// Trace validation and decoding. Structure: a chunk source (memory or file) yields framed,
+// CRC-checked payloads; the decoder walks records with a bounds-checked cursor.
+#include "objprof/trace_reader.h"
+
+#include "objprof/crc32c.h"
+
+#include <fmt/core.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <unordered_map>
+
+namespace objprof::trace {
+namespace {
+
+std::uint32_t load_u32(const std::uint8_t* p) { std::uint32_t v; std::memcpy(&v, p, 4); return v; }
+std::uint64_t load_u64(const std::uint8_t* p) { std::uint64_t v; std::memcpy(&v, p, 8); return v; }
+
+// Thrown inside the decoder only, turned into an Error at the API boundary.
+struct DecodeError {
+  std::string what;
+};
+
+class Cursor {
+ public:
+  Cursor(const std::uint8_t* p, std::size_t n) : p_(p), end_(p + n), begin_(p) {}
+  bool done() const { return p_ == end_; }
+  std::size_t offset() const { return static_cast<std::size_t>(p_ - begin_); }
+  std::size_t left() const { return static_cast<std::size_t>(end_ - p_); }
+  void need(std::size_t n, const char* what) const {
+    if (left() < n) throw DecodeError{fmt::format("{} needs {} bytes at payload offset {}, only {} left", what, n, offset(), left())};
+  }
+  std::uint8_t u8(const char* what) { need(1, what); return *p_++; }
+  std::uint16_t u16(const char* what) { need(2, what); std::uint16_t v; std::memcpy(&v, p_, 2); p_ += 2; return v; }
+  std::uint32_t u32(const char* what) { need(4, what); auto v = load_u32(p_); p_ += 4; return v; }
+  std::uint64_t u64(const char* what) { need(8, what); auto v = load_u64(p_); p_ += 8; return v; }
+  std::string str(const char* what) {
+    std::uint16_t n = u16(what);
+    need(n, what);
+    std::string s(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+    return s;
+  }
+  const std::uint8_t* take(std::size_t n, const char* what) { need(n, what); auto* q = p_; p_ += n; return q; }
+
+ private:
+  const std::uint8_t* p_;
+  const std::uint8_t* end_;
+  const std::uint8_t* begin_;
+};
+
+class Decoder {
+ public:
+  explicit Decoder(Visitor& v) : v_(v) {}
+
+  void chunk(const std::uint8_t* payload, std::size_t n, std::uint32_t stream, std::uint64_t epoch, ReadSummary& sum) {
+    if (epoch < epoch_) throw DecodeError{fmt::format("chunk epoch {} goes back before epoch {}", epoch, epoch_)};
+    if (ended_) throw DecodeError{"chunk after the end record"};
+    Context ctx{stream, epoch};
+    Cursor c(payload, n);
+    while (!c.done()) {
+      record(c, ctx);
+      ++sum.records;
+    }
+  }
+  bool ended() const { return ended_; }
+  bool saw_header() const { return header_seen_; }
+
+ private:
+  void record(Cursor& c, const Context& ctx) {
+    const std::size_t at = c.offset();
+    const std::uint8_t tag = c.u8("record tag");
+    if (tag == 0 || tag > kMaxTag) throw DecodeError{fmt::format("unknown record tag {} at payload offset {}", tag, at)};
+    if (!header_seen_ && static_cast<Tag>(tag) != Tag::kHeader)
+      throw DecodeError{fmt::format("record tag {} before the header record", tag)};
+    switch (static_cast<Tag>(tag)) {
+      case Tag::kHeader: {
+        if (header_seen_) throw DecodeError{"second header record"};
+        Header h;
+        h.granule_bytes = c.u32("header granule");
+        if (h.granule_bytes == 0 || (h.granule_bytes & (h.granule_bytes - 1)))
+          throw DecodeError{fmt::format("header granule {} is not a power of two", h.granule_bytes)};
+        log2_granule_ = static_cast<std::uint32_t>(__builtin_ctz(h.granule_bytes));
+        const std::uint16_t n = c.u16("header space count");
+        for (std::uint16_t i = 0; i < n; ++i) {
+          SpaceDef s;
+          s.id = c.u32("space id");
+          s.begin = c.u64("space begin");
+          s.end = c.u64("space end");
+          s.name = c.str("space name");
+          if (s.end <= s.begin) throw DecodeError{fmt::format("space {} has end {:#x} <= begin {:#x}", s.id, s.end, s.begin)};
+          if (space_words_.count(s.id)) throw DecodeError{fmt::format("space id {} defined twice", s.id)};
+          space_words_[s.id] = (((s.end - s.begin) >> log2_granule_) + 63) / 64;
+          h.spaces.push_back(std::move(s));
+        }
+        header_seen_ = true;
+        v_.header(h);
+        break;
+      }
+      case Tag::kTypeDef: {
+        TypeDef t;
+        t.id = c.u32("type id");
+        t.instance_size = c.u64("type size");
+        const std::uint8_t arr = c.u8("type array flag");
+        if (arr > 1) throw DecodeError{fmt::format("type {} array flag is {}, not 0 or 1", t.id, arr)};
+        t.is_array = arr == 1;
+        t.name = c.str("type name");
+        v_.type_def(t);
+        break;
+      }
+      case Tag::kSiteDef: {
+        SiteDef s;
+        s.id = c.u32("site id");
+        s.pc = c.u64("site pc");
+        s.bytecode_offset = c.u32("site bytecode offset");
+        s.method = c.str("site method");
+        v_.site_def(s);
+        break;
+      }
+      case Tag::kThreadDef: {
+        ThreadDef t;
+        t.id = c.u32("thread id");
+        t.name = c.str("thread name");
+        v_.thread_def(t);
+        break;
+      }
+      case Tag::kThreadEnd: v_.thread_end(c.u32("thread id")); break;
+      case Tag::kAlloc: {
+        if (!ctx.is_thread()) throw DecodeError{fmt::format("alloc record in non-thread stream {}", ctx.stream)};
+        AllocEvent a;
+        a.thread = ctx.thread();
+        a.site = c.u32("alloc site");
+        a.type = c.u32("alloc type");
+        a.addr = c.u64("alloc address");
+        a.size = c.u64("alloc size");
+        a.epoch = ctx.epoch;
+        a.bytes_clock = bytes_clock_;
+        if (a.addr == 0) throw DecodeError{"alloc at address 0"};
+        bytes_clock_ += a.size;
+        v_.alloc(a);
+        break;
+      }
+      case Tag::kMove: {
+        MoveEvent m;
+        m.from = c.u64("move from");
+        m.to = c.u64("move to");
+        m.epoch = ctx.epoch;
+        v_.move(m);
+        break;
+      }
+      case Tag::kMoveRange: {
+        MoveEvent m;
+        m.from = c.u64("move-range from");
+        m.to = c.u64("move-range to");
+        m.bytes = c.u64("move-range bytes");
+        m.range = true;
+        m.epoch = ctx.epoch;
+        if (m.from + m.bytes < m.from || m.to + m.bytes < m.to) throw DecodeError{"move-range wraps around the address space"};
+        v_.move(m);
+        break;
+      }
+      case Tag::kFree: v_.free(FreeEvent{c.u64("free address"), ctx.epoch}); break;
+      case Tag::kGcBegin: {
+        GcEvent g;
+        g.epoch = c.u64("gc-begin epoch");
+        const std::uint8_t kind = c.u8("gc kind");
+        if (kind > static_cast<std::uint8_t>(GcKind::kCompacting)) throw DecodeError{fmt::format("unknown gc kind {}", kind)};
+        g.kind = static_cast<GcKind>(kind);
+        g.bytes_allocated = c.u64("gc-begin bytes");
+        if (in_gc_) throw DecodeError{fmt::format("gc-begin of epoch {} inside gc of epoch {}", g.epoch, epoch_)};
+        if (g.epoch != epoch_) throw DecodeError{fmt::format("gc-begin for epoch {} while in epoch {}", g.epoch, epoch_)};
+        in_gc_ = true;
+        v_.gc_begin(g);
+        break;
+      }
+      case Tag::kGcEnd: {
+        GcEvent g;
+        g.epoch = c.u64("gc-end epoch");
+        g.bytes_allocated = c.u64("gc-end bytes");
+        if (!in_gc_ || g.epoch != epoch_) throw DecodeError{fmt::format("gc-end for epoch {} without its gc-begin", g.epoch)};
+        in_gc_ = false;
+        ++epoch_;
+        v_.gc_end(g);
+        break;
+      }
+      case Tag::kBitmapDense: {
+        const std::uint32_t space = c.u32("bitmap space");
+        const std::uint64_t first = c.u64("bitmap first word");
+        const std::uint32_t count = c.u32("bitmap word count");
+        check_words(space, first, count);
+        const std::uint8_t* w = c.take(std::size_t{count} * 8, "bitmap words");
+        words_.clear();
+        for (std::uint32_t i = 0; i < count; ++i) {
+          std::uint64_t word = load_u64(w + 8 * i);
+          if (word) words_.emplace_back(first + i, word);
+        }
+        v_.bitmap_words(space, ctx.epoch, words_);
+        break;
+      }
+      case Tag::kBitmapSparse: {
+        const std::uint32_t space = c.u32("bitmap space");
+        const std::uint32_t count = c.u32("bitmap entry count");
+        const std::uint8_t* w = c.take(std::size_t{count} * 16, "bitmap entries");
+        words_.clear();
+        std::uint64_t prev = 0;
+        for (std::uint32_t i = 0; i < count; ++i) {
+          const std::uint64_t idx = load_u64(w + 16 * i), word = load_u64(w + 16 * i + 8);
+          if (i > 0 && idx <= prev) throw DecodeError{"bitmap entries are not in increasing word order"};
+          prev = idx;
+          check_words(space, idx, 1);
+          words_.emplace_back(idx, word);
+        }
+        v_.bitmap_words(space, ctx.epoch, words_);
+        break;
+      }
+      case Tag::kStale: {
+        StaleEvent s;
+        s.addr = c.u64("stale address");
+        s.last_access_epoch = c.u64("stale last access");
+        s.epoch = c.u64("stale epoch");
+        v_.stale(s);
+        break;
+      }
+      case Tag::kEnd: {
+        const std::uint64_t epoch = c.u64("end epoch");
+        const std::uint64_t bytes = c.u64("end bytes");
+        ended_ = true;
+        v_.end(epoch, bytes);
+        break;
+      }
+    }
+  }
+
+  void check_words(std::uint32_t space, std::uint64_t first, std::uint64_t count) {
+    auto it = space_words_.find(space);
+    if (it == space_words_.end()) throw DecodeError{fmt::format("bitmap record for undeclared space {}", space)};
+    if (first > it->second || count > it->second - first)
+      throw DecodeError{fmt::format("bitmap words {}..{} outside space {} ({} words)", first, first + count, space, it->second)};
+  }
+
+  Visitor& v_;
+  bool header_seen_ = false, ended_ = false, in_gc_ = false;
+  std::uint32_t log2_granule_ = 3;
+  std::uint64_t epoch_ = 0;
+  std::uint64_t bytes_clock_ = 0;
+  std::unordered_map<std::uint32_t, std::uint64_t> space_words_;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> words_;
+};
+
+// Validates one chunk header; returns payload size.
+std::uint32_t check_chunk_header(const std::uint8_t* h, std::uint64_t chunk_index, std::uint64_t offset) {
+  if (load_u32(h) != kChunkMagic)
+    throw DecodeError{fmt::format("chunk {} at offset {}: bad chunk magic {:#010x}", chunk_index, offset, load_u32(h))};
+  const std::uint32_t size = load_u32(h + 4);
+  if (size > kMaxChunkPayload)
+    throw DecodeError{fmt::format("chunk {} at offset {}: payload of {} bytes exceeds the {} byte limit", chunk_index, offset, size, kMaxChunkPayload)};
+  return size;
+}
+
+void check_crc(const std::uint8_t* h, const std::uint8_t* payload, std::uint32_t size, std::uint64_t chunk_index, std::uint64_t offset) {
+  std::uint32_t crc = crc32c(h + 12, 12);
+  crc = crc32c(payload, size, crc);
+  if (crc != load_u32(h + 8))
+    throw DecodeError{fmt::format("chunk {} at offset {}: CRC32C mismatch (stored {:#010x}, computed {:#010x})", chunk_index, offset, load_u32(h + 8), crc)};
+}
+
+void check_preamble(const std::uint8_t* p, std::size_t n) {
+  if (n < kPreambleBytes) throw DecodeError{fmt::format("file of {} bytes is too short for an objprof trace preamble", n)};
+  if (std::memcmp(p, kMagic, 8) != 0) throw DecodeError{"not an objprof trace (bad magic)"};
+  const std::uint32_t version = load_u32(p + 8);
+  if (version != kVersion) throw DecodeError{fmt::format("trace version {} is not supported (this reader reads version {})", version, kVersion)};
+}
+
+void finish(ReadSummary& sum, const Decoder& d) {
+  sum.complete = d.ended();
+  if (!sum.truncated && !sum.complete)
+    sum.warning = fmt::format("trace has no end record after {} chunks: the profiled process stopped before closing it", sum.chunks);
+}
+
+// A chunk source: fills header/payload, returns false at clean EOF, sets truncated on a partial chunk.
+template <class Source>
+Result<ReadSummary> run(Source& src, Visitor& visitor) {
+  ReadSummary sum;
+  Decoder dec(visitor);
+  try {
+    std::uint8_t pre[kPreambleBytes];
+    const std::size_t got = src.read(pre, kPreambleBytes);
+    check_preamble(pre, got);
+    sum.bytes = kPreambleBytes;
+    std::vector<std::uint8_t> payload;
+    for (;;) {
+      std::uint8_t h[kChunkHeaderBytes];
+      const std::uint64_t offset = sum.bytes;
+      const std::size_t hn = src.read(h, kChunkHeaderBytes);
+      if (hn == 0) break;
+      if (hn < kChunkHeaderBytes) {
+        sum.truncated = true;
+        sum.warning = fmt::format("trace ends inside the header of chunk {} at offset {} ({} of {} bytes); read up to the last whole chunk", sum.chunks, offset, hn, kChunkHeaderBytes);
+        break;
+      }
+      const std::uint32_t size = check_chunk_header(h, sum.chunks, offset);
+      payload.resize(size);
+      const std::size_t pn = src.read(payload.data(), size);
+      if (pn < size) {
+        sum.truncated = true;
+        sum.warning = fmt::format("trace ends inside chunk {} at offset {} ({} of {} payload bytes); read up to the last whole chunk", sum.chunks, offset, pn, size);
+        break;
+      }
+      check_crc(h, payload.data(), size, sum.chunks, offset);
+      try {
+        dec.chunk(payload.data(), size, load_u32(h + 12), load_u64(h + 16), sum);
+      } catch (DecodeError& e) {
+        throw DecodeError{fmt::format("chunk {} at offset {}: {}", sum.chunks, offset, e.what)};
+      }
+      ++sum.chunks;
+      sum.bytes += kChunkHeaderBytes + size;
+    }
+    if (!dec.saw_header() && !sum.truncated) throw DecodeError{"trace has no header record"};
+  } catch (DecodeError& e) {
+    return make_error(src.io_error.empty() ? ErrorCode::kCorrupt : ErrorCode::kIo,
+                      src.io_error.empty() ? e.what : src.io_error);
+  }
+  if (!src.io_error.empty()) return make_error(ErrorCode::kIo, src.io_error);
+  finish(sum, dec);
+  return sum;
+}
+
+struct MemorySource {
+  std::span<const std::byte> data;
+  std::size_t pos = 0;
+  std::string io_error;
+  std::size_t read(void* out, std::size_t n) {
+    const std::size_t k = std::min(n, data.size() - pos);
+    std::memcpy(out, data.data() + pos, k);
+    pos += k;
+    return k;
+  }
+};
+
+struct FileSource {
+  std::FILE* f = nullptr;
+  std::string path;
+  std::string io_error;
+  std::size_t read(void* out, std::size_t n) {
+    std::size_t k = std::fread(out, 1, n, f);
+    if (k < n && std::ferror(f)) {
+      io_error = fmt::format("reading trace '{}': {}", path, std::strerror(errno));
+      throw DecodeError{io_error};
+    }
+    return k;
+  }
+};
+
+class Collector final : public Visitor {
+ public:
+  explicit Collector(Contents& c) : c_(c) {}
+  void header(const Header& h) override { c_.header = h; }
+  void type_def(const TypeDef& t) override { c_.types.push_back(t); }
+  void site_def(const SiteDef& s) override { c_.sites.push_back(s); }
+  void thread_def(const ThreadDef& t) override { c_.threads.push_back(t); }
+  void thread_end(std::uint32_t t) override { c_.ended_threads.push_back(t); }
+  void alloc(const AllocEvent& a) override { c_.allocs.push_back(a); }
+  void move(const MoveEvent& m) override { c_.moves.push_back(m); }
+  void free(const FreeEvent& f) override { c_.frees.push_back(f); }
+  void gc_begin(const GcEvent& g) override { c_.gc_begins.push_back(g); }
+  void gc_end(const GcEvent& g) override { c_.gc_ends.push_back(g); }
+  void bitmap_words(std::uint32_t space, std::uint64_t epoch, std::span<const std::pair<std::uint64_t, std::uint64_t>> w) override {
+    if (c_.bitmaps.empty() || c_.bitmaps.back().space != space || c_.bitmaps.back().epoch != epoch)
+      c_.bitmaps.push_back({space, epoch, {}});
+    c_.bitmaps.back().words.insert(c_.bitmaps.back().words.end(), w.begin(), w.end());
+  }
+  void stale(const StaleEvent& s) override { c_.stale.push_back(s); }
+
+ private:
+  Contents& c_;
+};
+
+}  // namespace
+
+Result<ReadSummary> read(std::span<const std::byte> data, Visitor& visitor) {
+  MemorySource src{data, 0, {}};
+  return run(src, visitor);
+}
+
+Result<ReadSummary> read_file(const std::string& path, Visitor& visitor) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return make_error(ErrorCode::kIo, fmt::format("cannot open trace '{}': {}", path, std::strerror(errno)));
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> guard(f, &std::fclose);
+  FileSource src{f, path, {}};
+  auto r = run(src, visitor);
+  if (!r.ok()) return Error{r.error().code, fmt::format("{}: {}", path, r.error().message)};
+  return r;
+}
+
+Result<Contents> load(std::span<const std::byte> data) {
+  Contents c;
+  Collector col(c);
+  auto r = read(data, col);
+  if (!r.ok()) return r.error();
+  c.summary = *r;
+  return c;
+}
+
+Result<Contents> load_file(const std::string& path) {
+  Contents c;
+  Collector col(c);
+  auto r = read_file(path, col);
+  if (!r.ok()) return r.error();
+  c.summary = *r;
+  return c;
+}
+
+std::vector<std::uint64_t> Contents::marked_addresses(std::uint64_t epoch) const {
+  std::vector<std::uint64_t> out;
+  for (const auto& dump : bitmaps) {
+    if (dump.epoch != epoch) continue;
+    const SpaceDef* space = nullptr;
+    for (const auto& s : header.spaces)
+      if (s.id == dump.space) space = &s;
+    if (!space) continue;
+    for (auto [idx, word] : dump.words)
+      for (int b = 0; b < 64; ++b)
+        if ((word >> b) & 1) out.push_back(space->begin + (idx * 64 + static_cast<std::uint64_t>(b)) * header.granule_bytes);
+  }
+  return out;
+}
+
+}  // namespace objprof::trace

@@ -1,0 +1,141 @@
+// Chunk framing and the file sink.
+#include "objprof/trace_writer.h"
+
+#include "objprof/crc32c.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace objprof {
+
+EventBuffer::EventBuffer(TraceWriter* writer, std::uint32_t stream, std::size_t payload_capacity)
+    : writer_(writer),
+      stream_(stream),
+      storage_(new std::uint8_t[trace::kChunkHeaderBytes + payload_capacity]),
+      payload_(storage_.get() + trace::kChunkHeaderBytes),
+      pos_(payload_),
+      end_(payload_ + payload_capacity) {}
+
+EventBuffer::~EventBuffer() { flush(); }
+
+std::uint8_t* EventBuffer::put_string(std::uint8_t* p, std::string_view s) {
+  const auto n = static_cast<std::uint16_t>(std::min(s.size(), trace::kMaxString));
+  p = put_u16(p, n);
+  std::memcpy(p, s.data(), n);
+  return p + n;
+}
+
+void EventBuffer::flush() {
+  if (pos_ == payload_) return;
+  writer_->commit(storage_.get(), pending_bytes(), stream_);
+  pos_ = payload_;
+}
+
+void EventBuffer::flush_for(std::size_t n) {
+  flush();
+  if (static_cast<std::size_t>(end_ - pos_) < n) {
+    // A record larger than a chunk: grow this buffer (rare: huge names or bitmap pieces are
+    // split by their writers, so this only guards against misuse).
+    const std::size_t grown = std::max(n, capacity() * 2);
+    storage_.reset(new std::uint8_t[trace::kChunkHeaderBytes + grown]);
+    payload_ = storage_.get() + trace::kChunkHeaderBytes;
+    pos_ = payload_;
+    end_ = payload_ + grown;
+  }
+}
+
+Result<std::unique_ptr<TraceWriter>> TraceWriter::create(std::unique_ptr<ChunkSink> sink, std::size_t chunk_payload) {
+  if (!sink) return make_error(ErrorCode::kInvalidArgument, "trace writer needs a sink");
+  if (chunk_payload < 256 || chunk_payload > trace::kMaxChunkPayload)
+    return make_error(ErrorCode::kInvalidArgument, "trace chunk payload must be between 256 bytes and 64 MiB");
+  std::unique_ptr<TraceWriter> w(new TraceWriter(std::move(sink), chunk_payload));
+  std::uint8_t pre[trace::kPreambleBytes];
+  std::memcpy(pre, trace::kMagic, 8);
+  EventBuffer::put_u32(pre + 8, trace::kVersion);
+  EventBuffer::put_u32(pre + 12, 0);
+  Status st = w->sink_->write(std::as_bytes(std::span(pre)));
+  if (!st.ok()) return st.error();
+  w->bytes_.store(trace::kPreambleBytes);
+  return w;
+}
+
+std::unique_ptr<EventBuffer> TraceWriter::make_buffer(std::uint32_t stream) {
+  return std::make_unique<EventBuffer>(this, stream, chunk_payload_);
+}
+
+void TraceWriter::commit(std::uint8_t* header, std::size_t payload_bytes, std::uint32_t stream) {
+  const std::uint64_t epoch = epoch_.load(std::memory_order_relaxed);
+  std::uint8_t* p = header;
+  p = EventBuffer::put_u32(p, trace::kChunkMagic);
+  p = EventBuffer::put_u32(p, static_cast<std::uint32_t>(payload_bytes));
+  std::uint8_t* crc_at = p;
+  p = EventBuffer::put_u32(p, 0);
+  p = EventBuffer::put_u32(p, stream);
+  EventBuffer::put_u64(p, epoch);
+  // The checksum covers stream, epoch and payload, so a chunk moved to the wrong place or
+  // stamped wrongly is caught as well as flipped payload bits.
+  const std::uint32_t crc = crc32c(header + 12, 12 + payload_bytes);
+  EventBuffer::put_u32(crc_at, crc);
+  const std::size_t total = trace::kChunkHeaderBytes + payload_bytes;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!error_.ok()) {
+    lost_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  Status st = sink_->write({reinterpret_cast<const std::byte*>(header), total});
+  if (!st.ok()) {
+    error_ = st;
+    lost_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  chunks_.fetch_add(1, std::memory_order_relaxed);
+  bytes_.fetch_add(total, std::memory_order_relaxed);
+}
+
+Status TraceWriter::flush_sink() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!error_.ok()) return error_;
+  return sink_->flush();
+}
+
+Status TraceWriter::status() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return error_;
+}
+
+Result<std::unique_ptr<FileSink>> FileSink::create(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return make_error(ErrorCode::kIo, "cannot create trace file '" + path + "': " + std::strerror(errno));
+  return std::unique_ptr<FileSink>(new FileSink(fd, path));
+}
+
+FileSink::~FileSink() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status FileSink::write(std::span<const std::byte> bytes) {
+  const std::byte* p = bytes.data();
+  std::size_t left = bytes.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd_, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return make_error(ErrorCode::kIo, "writing trace file '" + path_ + "': " + std::strerror(errno));
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return {};
+}
+
+Status FileSink::flush() {
+  if (::fdatasync(fd_) != 0 && errno != EINVAL)
+    return make_error(ErrorCode::kIo, "syncing trace file '" + path_ + "': " + std::strerror(errno));
+  return {};
+}
+
+}  // namespace objprof
