@@ -63,12 +63,19 @@ std::uint32_t crc_hw(const void*, std::size_t, std::uint32_t) noexcept { return 
 
 const bool kHardware = detect_hardware();
 
+std::uint32_t reflect32(std::uint32_t v) noexcept {
+  std::uint32_t r = 0;
+  for (int i = 0; i < 32; ++i, v >>= 1) r = (r << 1) | (v & 1);
+  return r;
+}
+
 }  // namespace
 
 std::uint32_t crc32c_portable(const void* data, std::size_t size, std::uint32_t crc) noexcept {
   // Boost's running remainder is the pre-final-xor value; continuing from a finished CRC
   // means undoing the final xor.
-  Crc32cBoost engine(crc ^ 0xFFFFFFFFu);
+  // Boost's constructor takes the remainder in the register's (reflected) bit order.
+  Crc32cBoost engine(reflect32(crc ^ 0xFFFFFFFFu));
   engine.process_bytes(data, size);
   return engine.checksum();
 }

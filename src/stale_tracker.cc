@@ -46,8 +46,9 @@ bool StaleTracker::add(const PendingTracked& p) {
 void StaleTracker::merge_pending() {
   for (std::size_t s = 0; s < tables_.size(); ++s) {
     if (staged_[s].empty()) continue;
+    tables_[s].reserve(tables_[s].size() + staged_[s].size());
     tables_[s].insert(tables_[s].end(), staged_[s].begin(), staged_[s].end());
-    staged_[s].clear();
+    std::vector<TrackedRecord>().swap(staged_[s]);  // staging is transient: give its memory back
     sort_table(tables_[s]);
     // Two live records at one address: the runtime reused memory without reporting the free.
     // Keep the newer (later) one.
@@ -107,22 +108,26 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const MoveLog> moves, st
     }
   }
   for (const RangeMoveLog& m : ranges) {
-    const int si = space_of(m.from);
-    if (si < 0 || m.bytes == 0) continue;
-    const auto s = static_cast<std::size_t>(si);
-    const HeapSpace& sp = spaces_[s];
-    const Address last = std::min<Address>(m.from + m.bytes, sp.end());
-    const auto lo = static_cast<std::uint32_t>(sp.granule_of(m.from));
-    auto& t = tables_[s];
-    auto it = std::lower_bound(t.begin(), t.end(), lo, [](const TrackedRecord& r, std::uint32_t g) { return r.granule < g; });
-    for (; it != t.end() && sp.address_of(it->granule) < last; ++it) {
-      if (it->site_type == kDead) continue;
-      new_addr[s][static_cast<std::size_t>(it - t.begin())] = sp.address_of(it->granule) - m.from + m.to;
-      ++res.moved;
+    if (m.bytes == 0) continue;
+    // A run may start outside every space and still overlap one: intersect with each.
+    for (std::size_t s = 0; s < spaces_.size(); ++s) {
+      const HeapSpace& sp = spaces_[s];
+      const Address lo_addr = std::max<Address>(m.from, sp.begin());
+      const Address hi_addr = std::min<Address>(m.from + m.bytes, sp.end());
+      if (lo_addr >= hi_addr) continue;
+      const auto lo = static_cast<std::uint32_t>(sp.granule_of(lo_addr));
+      auto& t = tables_[s];
+      auto it = std::lower_bound(t.begin(), t.end(), lo, [](const TrackedRecord& r, std::uint32_t g) { return r.granule < g; });
+      for (; it != t.end() && sp.address_of(it->granule) < hi_addr; ++it) {
+        if (it->site_type == kDead) continue;
+        new_addr[s][static_cast<std::size_t>(it - t.begin())] = sp.address_of(it->granule) - m.from + m.to;
+        ++res.moved;
+      }
     }
   }
   // Rebuild the tables: drop the dead, re-home the moved.
   std::vector<std::vector<TrackedRecord>> next(tables_.size());
+  for (std::size_t s = 0; s < tables_.size(); ++s) next[s].reserve(tables_[s].size());
   for (std::size_t s = 0; s < tables_.size(); ++s) {
     for (std::size_t i = 0; i < tables_[s].size(); ++i) {
       TrackedRecord r = tables_[s][i];

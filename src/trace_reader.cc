@@ -272,6 +272,7 @@ void check_preamble(const std::uint8_t* p, std::size_t n) {
   if (std::memcmp(p, kMagic, 8) != 0) throw DecodeError{"not an objprof trace (bad magic)"};
   const std::uint32_t version = load_u32(p + 8);
   if (version != kVersion) throw DecodeError{fmt::format("trace version {} is not supported (this reader reads version {})", version, kVersion)};
+  if (load_u32(p + 12) != 0) throw DecodeError{fmt::format("trace flags {:#x} are not supported by this reader", load_u32(p + 12))};
 }
 
 void finish(ReadSummary& sum, const Decoder& d) {

@@ -1,0 +1,156 @@
+// Analyses over one Function, shaped like LLVM's new pass manager: each analysis has a
+// `run(...) -> Result`, a printer, and a verifier beside it.
+//
+//   verify_function      structural checks (terminators, targets, registers, sites, entry)
+//   CfgAnalysis          successors/predecessors, reverse post-order, reachability, critical edges
+//   DominatorTreeAnalysis  Cooper-Harvey-Kennedy iterative dominators over the reachable blocks
+//   DominanceFrontierAnalysis  frontiers from the dominator tree (CHK "runner" walk)
+//   SsaAnalysis          minimal SSA: phi placement at iterated frontiers, renaming by a
+//                        dominator-tree walk, plus copy roots (moves and trivial phis)
+//
+// Unreachable blocks have no dominator, no frontier and no SSA values; analyses never fail on
+// them. FunctionAnalyses computes each result once, on demand (a tiny analysis manager).
+// All results are plain values; nothing here is thread-safe for concurrent mutation, but
+// const results may be read from many threads.
+#pragma once
+
+#include "objprof/ir/ir.h"
+#include "objprof/result.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace objprof::ir {
+
+// Structural verifier. Checks: at least one block; the entry block has no predecessors; every
+// block ends with exactly one terminator; branch targets exist; registers < num_regs; access
+// instructions have unique sites; operand counts match the opcode. With a module, also that
+// types and fields named by instructions exist.
+Status verify_function(const Function& f, const Module* module = nullptr);
+
+// ---- CFG ----------------------------------------------------------------------------------
+struct Cfg {
+  std::vector<std::vector<BlockId>> succs;  // distinct successors, in terminator order
+  std::vector<std::vector<BlockId>> preds;  // distinct predecessors (reachable or not)
+  std::vector<BlockId> rpo;                 // reachable blocks in reverse post-order
+  std::vector<std::uint32_t> rpo_index;     // block -> index in rpo, kNoBlock if unreachable
+  std::vector<std::pair<BlockId, BlockId>> critical_edges;  // between reachable blocks
+  std::vector<BlockId> unreachable;
+
+  bool reachable(BlockId b) const { return rpo_index[b] != kNoBlock; }
+};
+
+class CfgAnalysis {
+ public:
+  using Result = Cfg;
+  static Cfg run(const Function& f);
+};
+std::string print_cfg(const Function& f, const Cfg& cfg);
+
+// ---- Dominators ---------------------------------------------------------------------------
+struct DomTree {
+  std::vector<BlockId> idom;                   // kNoBlock for the entry and unreachable blocks
+  std::vector<std::vector<BlockId>> children;  // dominator-tree children, in RPO order
+  std::vector<std::uint32_t> pre, post;        // tree DFS numbers, for O(1) dominates()
+
+  // Does a dominate b (reflexive)? False if either is unreachable.
+  bool dominates(BlockId a, BlockId b) const {
+    return pre[a] != kNoBlock && pre[b] != kNoBlock && pre[a] <= pre[b] && post[b] <= post[a];
+  }
+};
+
+class DominatorTreeAnalysis {
+ public:
+  using Result = DomTree;
+  static DomTree run(const Function& f, const Cfg& cfg);
+};
+std::string print_domtree(const Function& f, const DomTree& dt);
+// Checks the tree against a slow reference (iterative set intersection) on functions of up
+// to `max_blocks` blocks, and structural invariants on all.
+Status verify_domtree(const Function& f, const Cfg& cfg, const DomTree& dt, std::size_t max_blocks = 2000);
+
+// ---- Dominance frontiers ------------------------------------------------------------------
+struct DominanceFrontiers {
+  std::vector<std::vector<BlockId>> df;  // per block, distinct, unordered
+};
+
+class DominanceFrontierAnalysis {
+ public:
+  using Result = DominanceFrontiers;
+  static DominanceFrontiers run(const Function& f, const Cfg& cfg, const DomTree& dt);
+};
+std::string print_frontiers(const Function& f, const DominanceFrontiers& df);
+// DF(b) = { y : b dominates a predecessor of y and b does not strictly dominate y }.
+Status verify_frontiers(const Function& f, const Cfg& cfg, const DomTree& dt, const DominanceFrontiers& df);
+
+// ---- SSA ----------------------------------------------------------------------------------
+using ValueId = std::uint32_t;
+inline constexpr ValueId kNoValue = 0xffffffffu;
+
+struct SsaForm {
+  enum class Kind : std::uint8_t { kEntry, kPhi, kInstr };
+  struct Value {
+    Kind kind;
+    Reg reg;             // the register this value was defined into
+    BlockId block;       // defining block (the entry block for kEntry)
+    std::uint32_t index; // phi index or instruction index in the block
+  };
+  struct Phi {
+    Reg reg;
+    ValueId value;
+    std::vector<ValueId> incoming;  // parallel to cfg.preds[block]; kNoValue from unreachable preds
+  };
+
+  std::uint32_t num_regs = 0;
+  std::vector<Value> values;              // values [0, num_regs) are the entry values of v0..
+  std::vector<std::vector<Phi>> phis;     // per block
+  std::vector<std::uint32_t> instr_base;  // per block: index of its first instruction below
+  std::vector<std::uint32_t> use_base;    // per instruction: index of its first operand in uses
+  std::vector<ValueId> uses;              // operand values (kNoValue in unreachable blocks)
+  std::vector<ValueId> defs;              // per instruction: defined value or kNoValue
+  std::vector<ValueId> entry_values;      // block * num_regs + reg: value live in reg on entry
+  std::vector<ValueId> copy_root;         // per value: moves and trivial phis resolved
+
+  ValueId use(BlockId b, std::size_t instr, std::size_t operand) const {
+    return uses[use_base[instr_base[b] + instr] + operand];
+  }
+  ValueId def(BlockId b, std::size_t instr) const { return defs[instr_base[b] + instr]; }
+  ValueId entry_value(BlockId b, Reg r) const { return entry_values[static_cast<std::size_t>(b) * num_regs + r]; }
+  std::size_t num_phis() const;
+};
+
+class SsaAnalysis {
+ public:
+  using Result = SsaForm;
+  static SsaForm run(const Function& f, const Cfg& cfg, const DomTree& dt, const DominanceFrontiers& df);
+};
+// The function with phis and SSA value names (%N), one line per instruction.
+std::string print_ssa(const Function& f, const Cfg& cfg, const SsaForm& ssa);
+// Every use is dominated by its definition (phi operands at the end of their predecessor),
+// every phi has one operand per predecessor, and every register's use sees the definition
+// that reaches it (checked against a per-register reaching-definition walk on small functions).
+Status verify_ssa(const Function& f, const Cfg& cfg, const DomTree& dt, const SsaForm& ssa);
+
+// ---- Analysis manager ---------------------------------------------------------------------
+// Computes and caches the analyses of one function. The function must outlive this object
+// and must not change while results are cached (call invalidate() after a change).
+class FunctionAnalyses {
+ public:
+  explicit FunctionAnalyses(const Function& f) : f_(&f) {}
+  const Function& function() const { return *f_; }
+  const Cfg& cfg();
+  const DomTree& domtree();
+  const DominanceFrontiers& frontiers();
+  const SsaForm& ssa();
+  void invalidate();
+
+ private:
+  const Function* f_;
+  std::unique_ptr<Cfg> cfg_;
+  std::unique_ptr<DomTree> dt_;
+  std::unique_ptr<DominanceFrontiers> df_;
+  std::unique_ptr<SsaForm> ssa_;
+};
+
+}  // namespace objprof::ir

@@ -1,0 +1,76 @@
+// The soundness checker: an interpreter that runs a function along many random paths and
+// proves, for each run, that every object accessed is marked in the current GC epoch at the
+// moment of its access, executing only the barriers a pass kept.
+//
+// Model (docs/elimination.md):
+//  - Branch directions are random, so every CFG path can be taken (data never steers).
+//  - Registers hold null, a scalar, or an object id. On entry every register holds a random
+//    object from a small pool of "external" objects (or rarely null / a scalar); loads, calls
+//    and invokes return random objects (pool + every object allocated so far); `new` returns a
+//    fresh object. Identities are random, so registers alias and differ unpredictably.
+//  - A barrier is the seeds' sequence: if obj != cache { cache = obj; mark(obj) }.
+//  - At every instruction that may GC, a GC happens with probability `gc_probability` (when
+//    `gc_at_safepoints`): the bitmap and the cache are cleared and a new epoch starts.
+//  - After each access to an object, its bit must be set; otherwise that is a violation.
+// The first violation is shrunk (loops cut out of the path, unneeded GCs dropped, as long as a
+// violation remains) and reported as a path of blocks.
+// Deterministic for a given seed on every platform (own PRNG, no std distributions).
+#pragma once
+
+#include "objprof/ir/elim.h"
+#include "objprof/ir/ir.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace objprof::ir {
+
+struct CheckOptions {
+  std::uint32_t paths = 100;
+  std::uint64_t seed = 1;
+  std::uint32_t max_steps = 0;        // blocks per path; 0 = 4 * blocks + 16, at most 100000
+  bool gc_at_safepoints = true;       // false: the machine never collects (paper safepoints)
+  std::uint32_t gc_percent = 30;      // chance that a safepoint collects
+  std::uint32_t external_objects = 6; // size of the pool of objects the caller provides
+  bool minimize = true;
+};
+
+struct PathStep {
+  BlockId block;
+  bool gc = false;  // a GC ran in this block on this step
+};
+
+struct Violation {
+  BlockId block;
+  std::uint32_t instr;
+  unsigned operand;
+  SiteId site;
+  Reg reg;
+  std::uint64_t object;
+  std::uint64_t epoch;
+  std::vector<PathStep> path;  // entry ... block of the violating access
+};
+
+struct CheckReport {
+  std::uint64_t paths = 0;
+  std::uint64_t steps = 0;
+  std::uint64_t accesses = 0;  // object accesses checked
+  std::uint64_t barriers = 0;  // kept barriers executed
+  std::uint64_t gcs = 0;
+  std::optional<Violation> violation;
+  bool ok() const { return !violation.has_value(); }
+};
+
+// `decisions` must come from a pass run on `f` (or make_all_kept(f)); `f` must verify.
+CheckReport check_function(const Function& f, const ElimResult& decisions, const CheckOptions& options);
+
+// "site #7 (block b3, v2): object o12 not marked in epoch 1; path: entry -> b1 [gc] -> b3"
+std::string format_violation(const Function& f, const Violation& v);
+
+// Checker options matching a pass's safepoint contract: exact passes are checked with GCs at
+// safepoints, paper-mode passes without.
+CheckOptions check_options_for(const ElimResult& decisions, std::uint32_t paths, std::uint64_t seed);
+
+}  // namespace objprof::ir

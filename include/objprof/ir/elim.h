@@ -1,0 +1,126 @@
+// Redundant-barrier elimination. Given a verified Function, a pass decides for every object
+// access (an access instruction's accessed operand) whether the profiling barrier must be
+// emitted or may be omitted because the same object is certainly already marked in the current
+// GC epoch.
+//
+// Passes (LLVM new-PM shape: `bool run(const Function&, FunctionAnalyses&, ElimResult*)`
+// returns whether any barrier was removed; the algorithm lives in the .cc):
+//  - NoElimPass: keeps every barrier (the baseline).
+//  - PaperElimPass: the paper's algorithm (seed 000, Fig. 3c / Fig. 4). One bit per register;
+//    a block starts with its immediate dominator's final bits, minus registers merged by a phi
+//    at the block; an access with the bit set needs no barrier, otherwise it keeps the barrier
+//    and sets the bit; a definition clears the bit.
+//  - GlobalElimPass: available accesses over all predecessors (a must-dataflow to a fixed point
+//    on per-register facts "the object in r is marked"), with SSA copy roots so a `move` carries
+//    availability and diamonds whose arms both access a value make the join's access redundant.
+//    It removes every barrier the paper pass removes, and more.
+//
+// Safepoints (SafepointMode): a GC clears the bitmap and the thread's cache.
+//  - kExact (default): availability ends at every instruction that may GC (allocation,
+//    `safepoint`, calls without `.nogc`), so the profile is exact. For the paper pass this
+//    also means a block does not inherit its dominator's bits if a GC may happen on some path
+//    between them (checked by a bounded backward walk; beyond the bound, conservatively assumed).
+//  - kPaper: safepoints are ignored, as in the paper (an object used across a GC may miss one
+//    epoch's mark); the checker must then be run without GCs.
+//
+// Accesses in unreachable blocks always keep their barrier.
+#pragma once
+
+#include "objprof/ir/analysis.h"
+#include "objprof/ir/ir.h"
+#include "objprof/result.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace objprof::ir {
+
+enum class PassKind : std::uint8_t { kNone, kPaper, kGlobal };
+enum class SafepointMode : std::uint8_t { kExact, kPaper };
+
+std::string_view pass_name(PassKind pass);
+std::string_view safepoint_mode_name(SafepointMode mode);
+
+struct ElimOptions {
+  PassKind pass = PassKind::kGlobal;
+  SafepointMode safepoints = SafepointMode::kExact;
+  // Paper pass, exact mode: how many blocks the backward "is there a GC between my idom and
+  // me" walk may visit before it gives up and assumes there is.
+  std::uint32_t paper_region_budget = 256;
+};
+
+enum class Reason : std::uint8_t {
+  kNoPass,            // kept: the `none` pass
+  kUnreachable,       // kept: the block is unreachable
+  kNotAvailable,      // kept: on some path the object may not be marked yet in this epoch
+  kDominated,         // removed: an earlier access (`because`) to the same value dominates it
+  kAvailableAllPaths  // removed: the value is accessed on every path since its definition and
+                      // the last GC (global pass; `because` is set when one site covers all paths)
+};
+std::string_view reason_name(Reason reason);
+
+struct AccessDecision {
+  BlockId block;
+  std::uint32_t instr;    // index in the block
+  std::uint8_t operand;   // accessed operand slot (0, or 1 for refeq's second operand)
+  SiteId site;
+  Reg reg;
+  bool kept;
+  Reason reason;
+  SiteId because = kNoSite;  // the site whose barrier covers this access, if known
+};
+
+struct ElimResult {
+  PassKind pass = PassKind::kNone;
+  SafepointMode safepoints = SafepointMode::kExact;
+  std::vector<AccessDecision> accesses;  // in block, instruction, operand order
+  std::vector<std::uint32_t> block_first;  // per block (+1 sentinel): first index in accesses
+
+  std::size_t num_kept() const;
+  std::size_t num_removed() const { return accesses.size() - num_kept(); }
+  // The decision for one access, or nullptr if (block, instr, operand) is not an access.
+  const AccessDecision* find(BlockId block, std::uint32_t instr, unsigned operand) const;
+  bool kept(BlockId block, std::uint32_t instr, unsigned operand) const {
+    const AccessDecision* d = find(block, instr, operand);
+    return d == nullptr || d->kept;
+  }
+};
+
+// Every access of `f`, all kept with Reason::kNoPass (the starting point of every pass).
+ElimResult make_all_kept(const Function& f);
+// "kept (first access)", "removed: dominated by #3", ...
+std::string describe(const AccessDecision& d);
+// Text of one instruction's decisions for `print_function(..., {annotate})`: "" if it has no
+// access, otherwise e.g. "barrier kept" or, for refeq, "v1: kept; v2: removed (dominated by #4)".
+std::string annotate_instr(const ElimResult& result, BlockId block, std::uint32_t instr);
+
+class NoElimPass {
+ public:
+  bool run(const Function& f, FunctionAnalyses& am, ElimResult* out);
+};
+
+class PaperElimPass {
+ public:
+  explicit PaperElimPass(ElimOptions options = {}) : options_(options) {}
+  bool run(const Function& f, FunctionAnalyses& am, ElimResult* out);
+
+ private:
+  ElimOptions options_;
+};
+
+class GlobalElimPass {
+ public:
+  explicit GlobalElimPass(ElimOptions options = {}) : options_(options) {}
+  bool run(const Function& f, FunctionAnalyses& am, ElimResult* out);
+
+ private:
+  ElimOptions options_;
+};
+
+// Verifies `f` (structurally; with `module`, also types and fields) and runs the pass chosen by
+// `options.pass`. Errors: kInvalidArgument when `f` does not verify.
+Result<ElimResult> run_elim(const Function& f, const ElimOptions& options, const Module* module = nullptr);
+
+}  // namespace objprof::ir

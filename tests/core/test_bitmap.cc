@@ -1,0 +1,162 @@
+#include "test_support.h"
+
+#include <objprof/access_bitmap.h>
+
+#include <thread>
+#include <vector>
+
+using namespace objprof;
+using objprof::test::FakeHeap;
+
+TEST_CASE("HeapSpace rejects bad bounds and alignments", "[core][space]") {
+  CHECK_FALSE(HeapSpace::make(0, 4096).ok());                 // null is never in a space
+  CHECK_FALSE(HeapSpace::make(8192, 4096).ok());              // end below begin
+  CHECK_FALSE(HeapSpace::make(4096, 4096).ok());              // empty
+  CHECK_FALSE(HeapSpace::make(4096, 8192, 12).ok());          // K not a power of two
+  CHECK_FALSE(HeapSpace::make(4100, 8192, 8).ok());           // begin not K-aligned
+  auto bad = HeapSpace::make(4096, 8192, 3);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.find("power of two") != std::string::npos);
+  auto s = HeapSpace::make(4096, 8192, 16);
+  REQUIRE(s.ok());
+  CHECK(s->granule_count() == 256);
+  CHECK(s->contains(4096));
+  CHECK(s->contains(8191));
+  CHECK_FALSE(s->contains(8192));
+  CHECK_FALSE(s->contains(4095));
+  CHECK_FALSE(s->contains(0));
+}
+
+TEST_CASE("Bitmap is heap/64 at K=8 and maps granule g to byte g/8 bit g%8", "[core][bitmap]") {
+  FakeHeap heap(1 << 20);
+  auto bm = AccessBitmap::create(heap.space());
+  REQUIRE(bm.ok());
+  CHECK((*bm)->size_bytes() == (1 << 20) / 64);
+  // Granules at both ends, at byte boundaries (7|8) and at word boundaries (63|64).
+  const std::vector<std::uint64_t> granules = {0, 1, 7, 8, 63, 64, 65, 511, 512, (1 << 17) - 1};
+  for (auto g : granules) (*bm)->mark<MarkMode::kRacy>(heap.space().address_of(g));
+  for (auto g : granules) CHECK((*bm)->test(heap.space().address_of(g)));
+  CHECK_FALSE((*bm)->test(heap.space().address_of(2)));
+  CHECK_FALSE((*bm)->test(heap.space().end()));        // one past the end
+  CHECK_FALSE((*bm)->test(heap.space().begin() - 8));  // one before
+  CHECK((*bm)->count() == granules.size());
+
+  auto snap = (*bm)->snapshot_and_clear();
+  REQUIRE(snap.ok());
+  const auto bytes = snap->bytes();
+  for (auto g : granules) CHECK(((bytes[g >> 3] >> (g & 7)) & 1) == 1);
+  std::vector<Address> seen;
+  snap->for_each_marked([&](Address a) { seen.push_back(a); });
+  std::vector<Address> expected;
+  for (auto g : granules) expected.push_back(heap.space().address_of(g));
+  CHECK(seen == expected);
+  // The live bitmap is all zero after the swap.
+  CHECK((*bm)->count() == 0);
+  for (auto g : granules) CHECK_FALSE((*bm)->test(heap.space().address_of(g)));
+}
+
+TEST_CASE("Bitmap with K=16 uses one bit per 16 bytes", "[core][bitmap]") {
+  FakeHeap heap(64 * 1024, 16);
+  auto bm = AccessBitmap::create(heap.space());
+  REQUIRE(bm.ok());
+  CHECK((*bm)->size_bytes() == 64 * 1024 / 128);
+  (*bm)->mark<MarkMode::kAtomic>(heap.at(16 * 9));
+  CHECK((*bm)->test(heap.at(16 * 9)));
+  CHECK_FALSE((*bm)->test(heap.at(16 * 8)));
+  CHECK_FALSE((*bm)->test(heap.at(16 * 10)));
+}
+
+TEST_CASE("Bitmap of a space that is not a multiple of 64 granules rounds up to whole words", "[core][bitmap]") {
+  FakeHeap heap(4096 + 8 * 3);  // 515 granules
+  auto bm = AccessBitmap::create(heap.space());
+  REQUIRE(bm.ok());
+  CHECK((*bm)->size_bytes() == 9 * 8);
+  const Address last = heap.space().end() - 8;
+  (*bm)->mark<MarkMode::kAtomicTestFirst>(last);
+  auto snap = (*bm)->snapshot_and_clear();
+  REQUIRE(snap.ok());
+  std::vector<Address> seen;
+  snap->for_each_marked([&](Address a) { seen.push_back(a); });
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0] == last);
+}
+
+TEST_CASE("snapshot_and_clear hands back each epoch's bits and reuses cleared buffers", "[core][bitmap]") {
+  FakeHeap heap(1 << 16);
+  auto bm = AccessBitmap::create(heap.space());
+  REQUIRE(bm.ok());
+  AccessBitmap& b = **bm;
+  for (int epoch = 0; epoch < 6; ++epoch) {
+    b.mark<MarkMode::kRacy>(heap.at(8 * static_cast<std::size_t>(epoch)));
+    auto snap = b.snapshot_and_clear();
+    REQUIRE(snap.ok());
+    CHECK(snap->count() == 1);  // only this epoch's mark: the reused buffer was cleared
+    CHECK(snap->test(heap.at(8 * static_cast<std::size_t>(epoch))));
+  }
+  // Holding two snapshots at once still works (a third buffer is mapped).
+  b.mark<MarkMode::kRacy>(heap.at(0));
+  auto s1 = b.snapshot_and_clear();
+  b.mark<MarkMode::kRacy>(heap.at(8));
+  auto s2 = b.snapshot_and_clear();
+  b.mark<MarkMode::kRacy>(heap.at(16));
+  auto s3 = b.snapshot_and_clear();
+  REQUIRE((s1.ok() && s2.ok() && s3.ok()));
+  CHECK((s1->test(heap.at(0)) && !s1->test(heap.at(8))));
+  CHECK((s2->test(heap.at(8)) && !s2->test(heap.at(0))));
+  CHECK((s3->test(heap.at(16)) && s3->count() == 1));
+  CHECK(b.count() == 0);
+}
+
+TEST_CASE("Large bitmaps are cleared on release too", "[core][bitmap]") {
+  // 512 MiB of address space (not touched): an 8 MiB bitmap, over the madvise threshold.
+  const Address base = Address{1} << 40;
+  auto space = HeapSpace::make(base, base + (Address{512} << 20));
+  REQUIRE(space.ok());
+  auto bm = AccessBitmap::create(*space);
+  REQUIRE(bm.ok());
+  for (int round = 0; round < 3; ++round) {
+    for (Address a = base; a < space->end(); a += (Address{1} << 20)) (*bm)->mark<MarkMode::kRacy>(a + 8 * static_cast<Address>(round));
+    auto snap = (*bm)->snapshot_and_clear();
+    REQUIRE(snap.ok());
+    CHECK(snap->count() == 512);
+  }
+}
+
+namespace {
+
+// Two threads set different bits of the same bytes, in the same order, so they collide.
+template <MarkMode kMode>
+std::size_t lost_marks_under_contention(std::size_t bytes, int rounds) {
+  std::size_t lost = 0;
+  FakeHeap heap(bytes * 64);
+  auto bm = AccessBitmap::create(heap.space());
+  REQUIRE(bm.ok());
+  AccessBitmap& b = **bm;
+  for (int r = 0; r < rounds; ++r) {
+    auto worker = [&](int bit) {
+      for (std::size_t i = 0; i < bytes; ++i) b.mark<kMode>(heap.space().address_of(i * 8 + static_cast<std::size_t>(bit)));
+    };
+    std::thread t0(worker, 0), t1(worker, 1);
+    t0.join();
+    t1.join();
+    auto snap = b.snapshot_and_clear();
+    REQUIRE(snap.ok());
+    for (std::size_t i = 0; i < bytes; ++i) lost += (snap->bytes()[i] != 0x03);
+  }
+  return lost;
+}
+
+}  // namespace
+
+TEST_CASE("Atomic marking loses nothing when two threads hammer one byte", "[core][bitmap][threads]") {
+  CHECK(lost_marks_under_contention<MarkMode::kAtomic>(1 << 14, 4) == 0);
+  CHECK(lost_marks_under_contention<MarkMode::kAtomicTestFirst>(1 << 14, 4) == 0);
+}
+
+TEST_CASE("Racy marking may lose marks under contention; the loss is counted", "[core][bitmap][threads]") {
+  const std::size_t bytes = 1 << 14;
+  const std::size_t lost = lost_marks_under_contention<MarkMode::kRacy>(bytes, 4);
+  // Not asserted zero: this is the documented cost of the seeds' unlocked sequence.
+  WARN("racy marking lost " << lost << " of " << 2 * bytes * 4 << " marks under two-thread contention");
+  CHECK(lost <= bytes * 4);  // at most one of the two bits per byte and round can be lost
+}

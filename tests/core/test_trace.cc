@@ -1,0 +1,342 @@
+#include "test_support.h"
+
+#include <objprof/crc32c.h>
+#include <objprof/profiler.h>
+#include <objprof/trace_reader.h>
+#include <objprof/trace_writer.h>
+
+#include <unistd.h>
+
+#include <barrier>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <random>
+#include <thread>
+
+using namespace objprof;
+using objprof::test::FakeHeap;
+
+TEST_CASE("CRC32C matches the standard check value and the portable implementation", "[core][crc]") {
+  const char* check = "123456789";
+  CHECK(crc32c(check, 9) == 0xE3069283u);
+  CHECK(crc32c_portable(check, 9) == 0xE3069283u);
+  CHECK(crc32c(check + 4, 5, crc32c(check, 4)) == 0xE3069283u);  // continuation
+  CHECK(crc32c_portable(check + 4, 5, crc32c_portable(check, 4)) == 0xE3069283u);
+  std::mt19937_64 rng(7);
+  std::vector<std::uint8_t> buf(4096 + 13);
+  for (auto& b : buf) b = static_cast<std::uint8_t>(rng());
+  for (std::size_t off : {0, 1, 3, 7}) {
+    for (std::size_t len : {0, 1, 7, 8, 9, 63, 64, 1000, 4096}) {
+      CHECK(crc32c(buf.data() + off, len) == crc32c_portable(buf.data() + off, len));
+    }
+  }
+}
+
+namespace {
+
+std::vector<std::byte> small_trace(int gcs = 3) {
+  FakeHeap heap(1 << 16);
+  auto sink = std::make_unique<MemorySink>();
+  MemorySink* raw = sink.get();
+  ProfilerOptions o;
+  o.trace_sink = std::move(sink);
+  o.chunk_payload = 256;  // many small chunks: more places to cut
+  o.default_leak_printer = false;
+  auto p = Profiler::create(std::move(o));
+  REQUIRE(p.ok());
+  Profiler& prof = **p;
+  REQUIRE(prof.add_space(heap.space()).ok());
+  REQUIRE(prof.define_type({1, "Node", 32, false}).ok());
+  REQUIRE(prof.define_site({7, 0x1234, "Main.run", 3}).ok());
+  ThreadState* t = *prof.attach_thread(0, "main");
+  for (int gc = 0; gc < gcs; ++gc) {
+    for (int i = 0; i < 20; ++i) {
+      const Address a = heap.at(static_cast<std::size_t>(gc * 2048 + i * 32));
+      prof.on_alloc(*t, 7, 1, a, 32);
+      access<>(*t, prof.bitmap(0), a);
+    }
+    REQUIRE(prof.gc_begin(GcKind::kFull).ok());
+    prof.on_free(heap.at(static_cast<std::size_t>(gc * 2048)));
+    prof.on_move(heap.at(static_cast<std::size_t>(gc * 2048 + 32)), heap.at(60000 - static_cast<std::size_t>(gc) * 8));
+    REQUIRE(prof.gc_end().ok());
+  }
+  REQUIRE(prof.finish().ok());
+  return raw->take();
+}
+
+void put_u32(std::vector<std::byte>& v, std::size_t at, std::uint32_t x) { std::memcpy(v.data() + at, &x, 4); }
+std::uint32_t get_u32(const std::vector<std::byte>& v, std::size_t at) {
+  std::uint32_t x;
+  std::memcpy(&x, v.data() + at, 4);
+  return x;
+}
+
+// Offsets of every chunk header in a well-formed trace.
+std::vector<std::size_t> chunk_offsets(const std::vector<std::byte>& t) {
+  std::vector<std::size_t> out;
+  for (std::size_t at = trace::kPreambleBytes; at + trace::kChunkHeaderBytes <= t.size();) {
+    out.push_back(at);
+    at += trace::kChunkHeaderBytes + get_u32(t, at + 4);
+  }
+  return out;
+}
+
+void reseal(std::vector<std::byte>& t, std::size_t chunk) {
+  const std::uint32_t n = get_u32(t, chunk + 4);
+  put_u32(t, chunk + 8, crc32c(t.data() + chunk + 12, 12 + n));
+}
+
+}  // namespace
+
+TEST_CASE("A trace round-trips: definitions, allocs, moves, frees, GCs, bitmaps, end", "[core][trace]") {
+  auto bytes = small_trace();
+  auto c = trace::load(bytes);
+  REQUIRE(c.ok());
+  CHECK(c->summary.complete);
+  CHECK_FALSE(c->summary.truncated);
+  CHECK(c->summary.warning.empty());
+  CHECK(c->header.granule_bytes == 8);
+  REQUIRE(c->header.spaces.size() == 1);
+  REQUIRE(c->types.size() == 1);
+  CHECK(c->types[0].name == "Node");
+  REQUIRE(c->sites.size() == 1);
+  CHECK(c->sites[0].method == "Main.run");
+  CHECK(c->sites[0].pc == 0x1234);
+  CHECK(c->allocs.size() == 60);
+  CHECK(c->frees.size() == 3);
+  CHECK(c->moves.size() == 3);
+  CHECK(c->gc_begins.size() == 3);
+  CHECK(c->gc_ends.size() == 3);
+  // Both clocks: the bytes clock is the running sum of sizes; GC records carry the total.
+  for (std::size_t i = 0; i < c->allocs.size(); ++i) {
+    CHECK(c->allocs[i].bytes_clock == 32 * i);
+    CHECK(c->allocs[i].epoch == i / 20);
+  }
+  CHECK(c->gc_begins[1].bytes_allocated == 40 * 32);
+  // Epoch e's bitmap holds exactly the 20 objects accessed in epoch e.
+  for (std::uint64_t e = 0; e < 3; ++e) {
+    auto marked = c->marked_addresses(e);
+    REQUIRE(marked.size() == 20);
+    CHECK(marked[0] == c->header.spaces[0].begin + e * 2048);
+  }
+}
+
+TEST_CASE("A trace cut at any byte reads up to its last whole chunk", "[core][trace]") {
+  auto full = small_trace();
+  auto complete = trace::load(full);
+  REQUIRE(complete.ok());
+  const auto chunks = chunk_offsets(full);
+  REQUIRE(chunks.size() > 10);
+  for (std::size_t cut = 0; cut < full.size(); ++cut) {
+    std::vector<std::byte> part(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(cut));
+    auto c = trace::load(part);
+    if (cut < trace::kPreambleBytes + trace::kChunkHeaderBytes + 1) {
+      // Too short for a header record: refused, with a reason.
+      if (!c.ok()) CHECK_FALSE(c.error().message.empty());
+      continue;
+    }
+    REQUIRE(c.ok());
+    const bool on_boundary = std::find(chunks.begin(), chunks.end(), cut) != chunks.end();
+    CHECK(c->summary.truncated == !on_boundary);
+    CHECK_FALSE(c->summary.complete);
+    CHECK_FALSE(c->summary.warning.empty());
+    CHECK(c->allocs.size() <= complete->allocs.size());
+    // Whatever was read is a prefix of the full trace.
+    for (std::size_t i = 0; i < c->allocs.size(); ++i) CHECK(c->allocs[i].addr == complete->allocs[i].addr);
+  }
+}
+
+TEST_CASE("A flipped bit anywhere is refused with a clear error", "[core][trace]") {
+  auto full = small_trace(1);
+  std::mt19937 rng(42);
+  for (std::size_t at = 0; at < full.size(); ++at) {
+    auto bad = full;
+    bad[at] ^= std::byte{static_cast<unsigned char>(1u << (rng() % 8))};
+    auto c = trace::load(bad);
+    if (c.ok()) {
+      // The only tolerable outcome: a flip in a chunk length that makes the file look cut.
+      CHECK(c->summary.truncated);
+      continue;
+    }
+    const auto& msg = c.error().message;
+    CHECK((msg.find("CRC32C") != std::string::npos || msg.find("magic") != std::string::npos ||
+           msg.find("version") != std::string::npos || msg.find("flags") != std::string::npos || msg.find("exceeds") != std::string::npos));
+  }
+}
+
+TEST_CASE("Malformed records with valid checksums are refused, naming chunk and offset", "[core][trace]") {
+  auto full = small_trace(1);
+  const auto chunks = chunk_offsets(full);
+  const std::size_t first_payload = chunks[0] + trace::kChunkHeaderBytes;
+  SECTION("unknown tag") {
+    full[first_payload] = std::byte{0xEE};
+    reseal(full, chunks[0]);
+    auto c = trace::load(full);
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.error().code == ErrorCode::kCorrupt);
+    CHECK(c.error().message.find("chunk 0 at offset 16") != std::string::npos);
+    CHECK(c.error().message.find("unknown record tag 238") != std::string::npos);
+  }
+  SECTION("string length past the end of the chunk") {
+    // Header record: tag, u32 granule, u16 count, u32 id, u64 begin, u64 end, u16 name length.
+    const std::size_t name_len_at = first_payload + 1 + 4 + 2 + 4 + 8 + 8;
+    full[name_len_at] = std::byte{0xFF};
+    full[name_len_at + 1] = std::byte{0xFF};
+    reseal(full, chunks[0]);
+    auto c = trace::load(full);
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.error().message.find("space name needs") != std::string::npos);
+  }
+  SECTION("granule that is not a power of two") {
+    put_u32(full, first_payload + 1, 12);
+    reseal(full, chunks[0]);
+    auto c = trace::load(full);
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.error().message.find("power of two") != std::string::npos);
+  }
+  SECTION("oversized chunk length is refused before allocating") {
+    put_u32(full, chunks[1] + 4, 0xFFFFFFF0u);
+    auto c = trace::load(full);
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.error().message.find("exceeds") != std::string::npos);
+  }
+  SECTION("foreign file") {
+    std::vector<std::byte> junk(100, std::byte{'x'});
+    auto c = trace::load(junk);
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.error().message.find("not an objprof trace") != std::string::npos);
+  }
+  SECTION("missing file") {
+    auto c = trace::load_file("/nonexistent/objprof.trace");
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.error().code == ErrorCode::kIo);
+    CHECK(c.error().message.find("/nonexistent/objprof.trace") != std::string::npos);
+  }
+}
+
+TEST_CASE("Fuzz: mutated payloads with recomputed checksums never crash the reader", "[core][trace][fuzz]") {
+  // The CRC would reject most mutations before decoding; resealing sends them into the record
+  // decoder, which must bounds-check everything (run under ASan/UBSan in the test command).
+  auto full = small_trace(2);
+  const auto chunks = chunk_offsets(full);
+  std::mt19937_64 rng(1234);
+  int refused = 0, accepted = 0;
+  for (int iter = 0; iter < 3000; ++iter) {
+    auto bad = full;
+    const std::size_t chunk = chunks[rng() % chunks.size()];
+    const std::size_t payload = get_u32(bad, chunk + 4);
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      const std::size_t at = chunk + trace::kChunkHeaderBytes + rng() % std::max<std::size_t>(payload, 1);
+      switch (rng() % 3) {
+        case 0: bad[at] = std::byte{static_cast<unsigned char>(rng())}; break;
+        case 1: bad[at] = std::byte{0xFF}; break;
+        default: bad[at] = std::byte{0}; break;
+      }
+    }
+    reseal(bad, chunk);
+    if (rng() % 4 == 0) bad.resize(rng() % bad.size());
+    auto c = trace::load(bad);
+    if (c.ok()) ++accepted; else ++refused;
+    if (!c.ok()) CHECK_FALSE(c.error().message.empty());
+  }
+  CHECK(refused > 0);
+  INFO("accepted " << accepted << " refused " << refused);
+}
+
+TEST_CASE("Many threads write through the hooks; the reader sees every event in per-thread order", "[core][trace][threads]") {
+  constexpr int kThreads = 4, kEpochs = 3, kPerEpoch = 3000;
+  FakeHeap heap(std::size_t{kThreads} * kEpochs * kPerEpoch * 16);
+  auto sink = std::make_unique<MemorySink>();
+  MemorySink* raw = sink.get();
+  ProfilerOptions o;
+  o.trace_sink = std::move(sink);
+  o.chunk_payload = 4096;
+  o.default_leak_printer = false;
+  auto p = Profiler::create(std::move(o));
+  REQUIRE(p.ok());
+  Profiler& prof = **p;
+  REQUIRE(prof.add_space(heap.space()).ok());
+  REQUIRE(prof.define_type({1, "T", 16, false}).ok());
+  for (int t = 0; t < kThreads; ++t) REQUIRE(prof.define_site({static_cast<std::uint32_t>(t), 0, "site", 0}).ok());
+
+  // Mutators allocate and access; at each epoch end they stop at a barrier while the main
+  // thread (the collector) runs gc_begin/gc_end, as a stop-the-world runtime would.
+  std::barrier<> sync(kThreads + 1);
+  auto addr_of = [&](int t, int e, int i) {
+    return heap.at((static_cast<std::size_t>(t) * kEpochs * kPerEpoch + static_cast<std::size_t>(e) * kPerEpoch + static_cast<std::size_t>(i)) * 16);
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      ThreadState* ts = *prof.attach_thread(static_cast<std::uint32_t>(t), "worker-" + std::to_string(t));
+      for (int e = 0; e < kEpochs; ++e) {
+        for (int i = 0; i < kPerEpoch; ++i) {
+          const Address a = addr_of(t, e, i);
+          prof.on_alloc(*ts, static_cast<std::uint32_t>(t), 1, a, 16);
+          if (i % 2 == 0) access<BarrierPolicy<true, MarkMode::kAtomic>>(*ts, prof.bitmap(0), a);
+        }
+        sync.arrive_and_wait();  // reach the safepoint
+        sync.arrive_and_wait();  // GC done
+      }
+      prof.detach_thread(*ts);
+    });
+  }
+  for (int e = 0; e < kEpochs; ++e) {
+    sync.arrive_and_wait();
+    REQUIRE(prof.gc_begin(GcKind::kFull).ok());
+    REQUIRE(prof.gc_end().ok());
+    sync.arrive_and_wait();
+  }
+  for (auto& th : threads) th.join();
+  REQUIRE(prof.finish().ok());
+  auto c = trace::load(raw->data());
+  REQUIRE(c.ok());
+  CHECK(c->summary.complete);
+  REQUIRE(c->allocs.size() == std::size_t{kThreads} * kEpochs * kPerEpoch);
+  CHECK(c->threads.size() == kThreads);
+  CHECK(c->ended_threads.size() == kThreads);
+  std::map<std::uint32_t, std::vector<Address>> per_thread;
+  for (const auto& a : c->allocs) {
+    CHECK(a.site == a.thread);
+    per_thread[a.thread].push_back(a.addr);
+  }
+  for (int t = 0; t < kThreads; ++t) {
+    const auto& v = per_thread[static_cast<std::uint32_t>(t)];
+    REQUIRE(v.size() == std::size_t{kEpochs} * kPerEpoch);
+    for (int e = 0; e < kEpochs; ++e)
+      for (int i = 0; i < kPerEpoch; ++i) CHECK(v[static_cast<std::size_t>(e * kPerEpoch + i)] == addr_of(t, e, i));
+  }
+  // Allocs carry the epoch they happened in, and every epoch's bitmap has exactly the
+  // accessed half of that epoch's objects.
+  for (const auto& a : c->allocs) CHECK(a.epoch == (a.addr - heap.space().begin()) / 16 % (kEpochs * kPerEpoch) / kPerEpoch);
+  for (int e = 0; e < kEpochs; ++e) CHECK(c->marked_addresses(static_cast<std::uint64_t>(e)).size() == std::size_t{kThreads} * kPerEpoch / 2);
+  CHECK(c->gc_ends.back().bytes_allocated == std::uint64_t{kThreads} * kEpochs * kPerEpoch * 16);
+}
+
+TEST_CASE("Trace files are written whole and read back from disk", "[core][trace]") {
+  const std::string path = "/tmp/objprof-test-" + std::to_string(::getpid()) + ".trace";
+  {
+    FakeHeap heap(1 << 16);
+    ProfilerOptions o;
+    o.trace_path = path;
+    o.default_leak_printer = false;
+    auto p = Profiler::create(std::move(o));
+    REQUIRE(p.ok());
+    REQUIRE((*p)->add_space(heap.space()).ok());
+    ThreadState* t = *(*p)->attach_thread(3, "io");
+    for (int i = 0; i < 1000; ++i) (*p)->on_alloc(*t, 0, 0, heap.at(static_cast<std::size_t>(i) * 16), 16);
+    REQUIRE((*p)->gc_begin(GcKind::kMinor).ok());
+    REQUIRE((*p)->gc_end().ok());
+  }  // the destructor finishes the trace
+  auto c = trace::load_file(path);
+  REQUIRE(c.ok());
+  CHECK(c->summary.complete);
+  CHECK(c->allocs.size() == 1000);
+  CHECK(c->allocs[999].thread == 3);
+  std::remove(path.c_str());
+  auto bad = Profiler::create([] { ProfilerOptions o; o.trace_path = "/nonexistent-dir/x.trace"; return o; }());
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.find("/nonexistent-dir/x.trace") != std::string::npos);
+}
