@@ -54,6 +54,7 @@ struct ProfilerState {
   tbb::enumerable_thread_specific<CollectorLocal> collectors;
 
   StaleTracker tracker;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> words;  // scratch for bitmap harvests
   std::atomic<std::uint64_t> objects_tracked{0};
   std::uint64_t leaks_reported = 0, bits_harvested = 0, moves = 0, frees = 0;
   std::uint64_t bytes_at_gc = 0;
@@ -63,6 +64,27 @@ struct ProfilerState {
 }  // namespace internal
 
 using internal::ProfilerState;
+
+namespace {
+
+LeakReport make_report(const ProfilerState& st, Address a, const internal::TrackedRecord& r, std::uint32_t epoch) {
+  LeakReport rep;
+  rep.addr = a;
+  rep.size = std::uint64_t{r.size_flags & internal::StaleTracker::kSizeMask} << st.tracker.log2_granule(0);
+  const auto [site, type] = st.pairs[r.site_type];
+  rep.site_id = site;
+  rep.type_id = type;
+  if (auto it = st.types.find(type); it != st.types.end()) rep.type_name = it->second.name;
+  if (auto it = st.sites.find(site); it != st.sites.end()) {
+    rep.method = it->second.method;
+    rep.bytecode_offset = it->second.bytecode_offset;
+  }
+  rep.last_access_epoch = r.last_access;
+  rep.epoch = epoch;
+  return rep;
+}
+
+}  // namespace
 
 std::string format_leak(const LeakReport& r) {
   return fmt::format(
@@ -119,20 +141,16 @@ Status check_space(const std::vector<HeapSpace>& spaces, const HeapSpace& space)
 
 }  // namespace
 
-Result<SpaceId> Profiler::add_space(const HeapSpace& space) {
-  if (state_->frozen.load()) return make_error(ErrorCode::kProtocol, "add_space after the profiler started (threads, types, sites or GCs exist)");
-  OBJPROF_RETURN_IF_ERROR(check_space(state_->spaces, space));
-  auto bm = AccessBitmap::create(space);
-  if (!bm.ok()) return bm.error();
-  state_->spaces.push_back(space);
-  state_->bitmaps.push_back(std::move(*bm));
-  return static_cast<SpaceId>(state_->spaces.size() - 1);
-}
+Result<SpaceId> Profiler::add_space(const HeapSpace& space) { return add_space_impl(space, nullptr); }
 
 Result<SpaceId> Profiler::add_space(const HeapSpace& space, AccessBitmap::ExternalBuffers buffers) {
+  return add_space_impl(space, &buffers);
+}
+
+Result<SpaceId> Profiler::add_space_impl(const HeapSpace& space, const AccessBitmap::ExternalBuffers* buffers) {
   if (state_->frozen.load()) return make_error(ErrorCode::kProtocol, "add_space after the profiler started (threads, types, sites or GCs exist)");
   OBJPROF_RETURN_IF_ERROR(check_space(state_->spaces, space));
-  auto bm = AccessBitmap::create(space, buffers);
+  auto bm = buffers ? AccessBitmap::create(space, *buffers) : AccessBitmap::create(space);
   if (!bm.ok()) return bm.error();
   state_->spaces.push_back(space);
   state_->bitmaps.push_back(std::move(*bm));
@@ -261,35 +279,24 @@ void Profiler::track_alloc(ThreadState& thread, std::uint32_t site, std::uint32_
 
 namespace {
 
-// Writes the marked words of one snapshot: sparse (index, word) pairs when under half the
-// words are non-zero, dense runs otherwise; either way in pieces that fit one chunk.
-void write_bitmap(EventBuffer& out, std::uint32_t space, const BitmapSnapshot& snap) {
+// Writes the marked words of one epoch: sparse (index, word) pairs when under half the words
+// are non-zero, dense runs otherwise; either way in pieces that fit one chunk.
+void write_bitmap(EventBuffer& out, std::uint32_t space, const BitmapSnapshot& snap,
+                  const std::vector<std::pair<std::uint64_t, std::uint64_t>>& nonzero) {
   const auto bytes = snap.bytes();
   const std::size_t words = bytes.size() / 8;
-  auto word_at = [&](std::size_t i) {
-    std::uint64_t w;
-    std::memcpy(&w, bytes.data() + i * 8, 8);
-    return w;
-  };
-  std::size_t nonzero = 0;
-  for (std::size_t i = 0; i < words; ++i) nonzero += word_at(i) != 0;
-  if (nonzero == 0) return;
-  if (nonzero * 2 < words) {
+  if (nonzero.empty()) return;
+  if (nonzero.size() * 2 < words) {
     const std::size_t per = (out.capacity() - 16) / 16;
-    std::size_t i = 0;
-    while (i < words) {
-      // Gather up to `per` non-zero words.
-      std::vector<std::pair<std::uint64_t, std::uint64_t>> batch;
-      for (; i < words && batch.size() < per; ++i)
-        if (std::uint64_t w = word_at(i)) batch.emplace_back(i, w);
-      if (batch.empty()) break;
-      std::uint8_t* p = out.begin_record(1 + 4 + 4 + batch.size() * 16);
+    for (std::size_t first = 0; first < nonzero.size(); first += per) {
+      const std::size_t n = std::min(per, nonzero.size() - first);
+      std::uint8_t* p = out.begin_record(1 + 4 + 4 + n * 16);
       p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kBitmapSparse));
       p = EventBuffer::put_u32(p, space);
-      p = EventBuffer::put_u32(p, static_cast<std::uint32_t>(batch.size()));
-      for (auto [idx, w] : batch) {
-        p = EventBuffer::put_u64(p, idx);
-        p = EventBuffer::put_u64(p, w);
+      p = EventBuffer::put_u32(p, static_cast<std::uint32_t>(n));
+      for (std::size_t i = first; i < first + n; ++i) {
+        p = EventBuffer::put_u64(p, nonzero[i].first);
+        p = EventBuffer::put_u64(p, nonzero[i].second);
       }
     }
   } else {
@@ -347,8 +354,8 @@ Status Profiler::gc_begin(GcKind kind) {
       in_gc_.store(false);
       return snap.error();
     }
-    st.bits_harvested += snap->count();
-    if (st.control) write_bitmap(*st.control, static_cast<std::uint32_t>(s), *snap);
+    st.bits_harvested += snap->nonzero_words(st.words);  // one pass: count and collect
+    if (st.control) write_bitmap(*st.control, static_cast<std::uint32_t>(s), *snap, st.words);
     st.tracker.apply_bits(s, *snap, static_cast<std::uint32_t>(e));
   }
   if (st.control) st.control->flush();
@@ -436,19 +443,7 @@ Status Profiler::gc_end() {
   // Callbacks run last, outside every lock, so they may call back into the profiler.
   for (auto [a, r] : fresh) {
     ++st.leaks_reported;
-    LeakReport rep;
-    rep.addr = a;
-    rep.size = std::uint64_t{r->size_flags & internal::StaleTracker::kSizeMask} << st.tracker.log2_granule(0);
-    const auto [site, type] = st.pairs[r->site_type];
-    rep.site_id = site;
-    rep.type_id = type;
-    if (auto it = st.types.find(type); it != st.types.end()) rep.type_name = it->second.name;
-    if (auto it = st.sites.find(site); it != st.sites.end()) {
-      rep.method = it->second.method;
-      rep.bytecode_offset = it->second.bytecode_offset;
-    }
-    rep.last_access_epoch = r->last_access;
-    rep.epoch = e;
+    const LeakReport rep = make_report(st, a, *r, e);
     if (options_.on_leak) options_.on_leak(rep);
   }
   return {};
@@ -521,20 +516,7 @@ std::vector<LeakReport> Profiler::possible_leaks() const {
   // The current epoch has not ended; staleness is judged at the last completed one.
   if (e == 0) return out;
   st.tracker.for_each_stale(e - 1, options_.stale_after_epochs, [&](Address a, internal::TrackedRecord& r) {
-    LeakReport rep;
-    rep.addr = a;
-    rep.size = std::uint64_t{r.size_flags & internal::StaleTracker::kSizeMask} << st.tracker.log2_granule(0);
-    const auto [site, type] = st.pairs[r.site_type];
-    rep.site_id = site;
-    rep.type_id = type;
-    if (auto it = st.types.find(type); it != st.types.end()) rep.type_name = it->second.name;
-    if (auto it = st.sites.find(site); it != st.sites.end()) {
-      rep.method = it->second.method;
-      rep.bytecode_offset = it->second.bytecode_offset;
-    }
-    rep.last_access_epoch = r.last_access;
-    rep.epoch = e - 1;
-    out.push_back(rep);
+    out.push_back(make_report(st, a, r, e - 1));
   });
   std::stable_sort(out.begin(), out.end(), [](const LeakReport& a, const LeakReport& b) { return a.size > b.size; });
   return out;

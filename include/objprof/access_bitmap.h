@@ -132,6 +132,10 @@ class BitmapSnapshot {
   bool test(Address addr) const noexcept;
   bool test_granule(std::uint64_t granule) const noexcept { return (data_[granule >> 3] >> (granule & 7)) & 1; }
   std::uint64_t count() const noexcept;
+  // One pass over the bits: appends (word index, word) for every non-zero 64-bit word to
+  // `out` (cleared first) and returns the number of marked granules. Word i covers granules
+  // 64i .. 64i+63. This is what the profiler dumps into the trace at each GC.
+  std::uint64_t nonzero_words(std::vector<std::pair<std::uint64_t, std::uint64_t>>& out) const;
 
   // Calls fn(Address) for every marked granule, in address order.
   template <class Fn>

@@ -37,7 +37,8 @@ template <class Policy = DefaultBarrier>
 OBJPROF_ALWAYS_INLINE void access(ThreadState& thread, const BarrierDescriptor& space, Address obj) noexcept {
   if constexpr (Policy::kCount) bump(thread.counters.executed);
   if constexpr (Policy::kCache) {
-    if (obj == thread.cache.load(std::memory_order_relaxed)) {
+    // Hits are the common case: keep them on the fall-through path.
+    if (OBJPROF_LIKELY(obj == thread.cache.load(std::memory_order_relaxed))) {
       if constexpr (Policy::kCount) bump(thread.counters.cache_hits);
       return;
     }

@@ -161,6 +161,7 @@ class Profiler {
 
  private:
   explicit Profiler(ProfilerOptions options);
+  Result<SpaceId> add_space_impl(const HeapSpace& space, const AccessBitmap::ExternalBuffers* buffers);
   void track_alloc(ThreadState& thread, std::uint32_t site, std::uint32_t type, Address addr, std::uint64_t size);
   void write_header_once();
   void report(const LeakReport& r);

@@ -49,6 +49,9 @@ class MemorySink final : public ChunkSink {
   }
   const std::vector<std::byte>& data() const noexcept { return data_; }
   std::vector<std::byte> take() noexcept { return std::move(data_); }
+  // Forget the contents but keep the memory (benchmarks reuse one sink without page faults).
+  void clear() noexcept { data_.clear(); }
+  void reserve(std::size_t bytes) { data_.reserve(bytes); }
   std::uint64_t writes() const noexcept { return writes_; }
 
  private:

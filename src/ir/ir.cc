@@ -23,47 +23,6 @@ const Type* Module::find_type(std::string_view name) const {
   return nullptr;
 }
 
-bool is_terminator(Opcode op) {
-  return op == Opcode::kGoto || op == Opcode::kBranch || op == Opcode::kSwitch || op == Opcode::kReturn;
-}
-
-bool is_access(Opcode op) {
-  switch (op) {
-    case Opcode::kGetField:
-    case Opcode::kPutField:
-    case Opcode::kArrayGet:
-    case Opcode::kArrayPut:
-    case Opcode::kArrayLength:
-    case Opcode::kInvoke:
-    case Opcode::kMonitorEnter:
-    case Opcode::kMonitorExit:
-    case Opcode::kRefEqual:
-      return true;
-    default:
-      return false;
-  }
-}
-
-unsigned num_accesses(const Instr& instr) {
-  if (!is_access(instr.op) || instr.args.empty()) return 0;
-  if (instr.op == Opcode::kRefEqual) return instr.args.size() >= 2 ? 2 : 1;
-  return 1;
-}
-
-bool may_gc(const Instr& instr) {
-  switch (instr.op) {
-    case Opcode::kNew:
-    case Opcode::kNewArray:
-    case Opcode::kSafepoint:
-      return true;
-    case Opcode::kInvoke:
-    case Opcode::kCallStatic:
-      return instr.may_gc;
-    default:
-      return false;
-  }
-}
-
 std::string_view opcode_name(Opcode op) {
   switch (op) {
     case Opcode::kConst: return "const";

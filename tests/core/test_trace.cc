@@ -24,10 +24,10 @@ TEST_CASE("CRC32C matches the standard check value and the portable implementati
   CHECK(crc32c(check + 4, 5, crc32c(check, 4)) == 0xE3069283u);  // continuation
   CHECK(crc32c_portable(check + 4, 5, crc32c_portable(check, 4)) == 0xE3069283u);
   std::mt19937_64 rng(7);
-  std::vector<std::uint8_t> buf(4096 + 13);
+  std::vector<std::uint8_t> buf(3 * 3072 + 4096 + 13);  // long enough for the 3-stream path
   for (auto& b : buf) b = static_cast<std::uint8_t>(rng());
   for (std::size_t off : {0, 1, 3, 7}) {
-    for (std::size_t len : {0, 1, 7, 8, 9, 63, 64, 1000, 4096}) {
+    for (std::size_t len : {0, 1, 7, 8, 9, 63, 64, 1000, 3071, 3072, 3073, 4096, 6144 + 5, 3 * 3072 + 4096}) {
       CHECK(crc32c(buf.data() + off, len) == crc32c_portable(buf.data() + off, len));
     }
   }

@@ -18,6 +18,7 @@
 #include "objprof/result.h"
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -99,12 +100,15 @@ struct SsaForm {
   struct Phi {
     Reg reg;
     ValueId value;
-    std::vector<ValueId> incoming;  // parallel to cfg.preds[block]; kNoValue from unreachable preds
+    std::uint32_t first_arg;  // operands are phi_args[first_arg, first_arg + num_args)
+    std::uint32_t num_args;   // == cfg.preds[block].size()
   };
 
   std::uint32_t num_regs = 0;
   std::vector<Value> values;              // values [0, num_regs) are the entry values of v0..
   std::vector<std::vector<Phi>> phis;     // per block
+  std::vector<ValueId> phi_args;          // phi operands, parallel to cfg.preds[block];
+                                          // kNoValue from unreachable predecessors
   std::vector<std::uint32_t> instr_base;  // per block: index of its first instruction below
   std::vector<std::uint32_t> use_base;    // per instruction: index of its first operand in uses
   std::vector<ValueId> uses;              // operand values (kNoValue in unreachable blocks)
@@ -116,6 +120,7 @@ struct SsaForm {
     return uses[use_base[instr_base[b] + instr] + operand];
   }
   ValueId def(BlockId b, std::size_t instr) const { return defs[instr_base[b] + instr]; }
+  std::span<const ValueId> incoming(const Phi& phi) const { return {phi_args.data() + phi.first_arg, phi.num_args}; }
   ValueId entry_value(BlockId b, Reg r) const { return entry_values[static_cast<std::size_t>(b) * num_regs + r]; }
   std::size_t num_phis() const;
 };

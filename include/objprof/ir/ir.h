@@ -56,6 +56,7 @@ enum class Opcode : std::uint8_t {
   kMonitorEnter, // monitorenter vObj #S
   kMonitorExit,  // monitorexit vObj #S
   kRefEqual,     // vD = refeq vA, vB #S                          (both operands accessed)
+  // (kGetField..kRefEqual must stay contiguous: is_access() tests the range.)
   // Calls without a receiver and explicit GC points.
   kCallStatic,   // [vD =] call[.nogc] name(args...)
   kSafepoint,    // safepoint
@@ -127,15 +128,32 @@ struct Module {
 
 // --- Opcode properties --------------------------------------------------------------------
 
-bool is_terminator(Opcode op);
+inline bool is_terminator(Opcode op) {
+  return op == Opcode::kGoto || op == Opcode::kBranch || op == Opcode::kSwitch || op == Opcode::kReturn;
+}
 // Does the instruction access an object (and so have a site)?
-bool is_access(Opcode op);
+inline bool is_access(Opcode op) { return op >= Opcode::kGetField && op <= Opcode::kRefEqual; }
 // Number of accessed operands (0, 1, or 2 for refeq); they are args[0] (and args[1]).
-unsigned num_accesses(const Instr& instr);
+inline unsigned num_accesses(const Instr& instr) {
+  if (!is_access(instr.op) || instr.args.empty()) return 0;
+  return instr.op == Opcode::kRefEqual && instr.args.size() >= 2 ? 2 : 1;
+}
 // May a GC run while this instruction executes? Allocation, `safepoint`, and calls without
 // `.nogc`. For a call the receiver access happens before the GC; for an allocation the GC
 // happens before the new object exists.
-bool may_gc(const Instr& instr);
+inline bool may_gc(const Instr& instr) {
+  switch (instr.op) {
+    case Opcode::kNew:
+    case Opcode::kNewArray:
+    case Opcode::kSafepoint:
+      return true;
+    case Opcode::kInvoke:
+    case Opcode::kCallStatic:
+      return instr.may_gc;
+    default:
+      return false;
+  }
+}
 
 std::string_view opcode_name(Opcode op);
 std::string_view binary_op_name(BinaryOp op);

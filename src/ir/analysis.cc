@@ -1,0 +1,394 @@
+// Structural verifier, CFG, dominator tree (Cooper, Harvey, Kennedy: "A Simple, Fast
+// Dominance Algorithm") and dominance frontiers, with printers and verifiers. All walks are
+// iterative so 100k-block functions cannot overflow the stack.
+#include "objprof/ir/analysis.h"
+
+#include "objprof/ir/text.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <unordered_set>
+
+namespace objprof::ir {
+namespace {
+
+Error invalid(const Function& f, std::string message) {
+  return make_error(ErrorCode::kInvalidArgument, fmt::format("function '{}': {}", f.name, message));
+}
+
+// Expected operand counts (min, max) per opcode; max 0xffff means "any".
+std::pair<std::size_t, std::size_t> operand_range(Opcode op) {
+  switch (op) {
+    case Opcode::kConst: case Opcode::kNull: case Opcode::kNew: case Opcode::kSafepoint: case Opcode::kGoto:
+      return {0, 0};
+    case Opcode::kMove: case Opcode::kNewArray: case Opcode::kGetField: case Opcode::kArrayLength:
+    case Opcode::kMonitorEnter: case Opcode::kMonitorExit: case Opcode::kBranch: case Opcode::kSwitch:
+      return {1, 1};
+    case Opcode::kBinary: case Opcode::kCompare: case Opcode::kPutField: case Opcode::kArrayGet: case Opcode::kRefEqual:
+      return {2, 2};
+    case Opcode::kArrayPut: return {3, 3};
+    case Opcode::kInvoke: return {1, kMaxInvokeArgs};
+    case Opcode::kCallStatic: return {0, kMaxInvokeArgs};
+    case Opcode::kReturn: return {0, 1};
+  }
+  return {0, 0};
+}
+
+bool needs_dst(Opcode op) {
+  switch (op) {
+    case Opcode::kConst: case Opcode::kNull: case Opcode::kMove: case Opcode::kBinary: case Opcode::kCompare:
+    case Opcode::kNew: case Opcode::kNewArray: case Opcode::kGetField: case Opcode::kArrayGet:
+    case Opcode::kArrayLength: case Opcode::kRefEqual:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool allows_dst(Opcode op) { return needs_dst(op) || op == Opcode::kInvoke || op == Opcode::kCallStatic; }
+
+}  // namespace
+
+Status verify_function(const Function& f, const Module* module) {
+  if (f.blocks.empty()) return invalid(f, "has no blocks");
+  if (f.num_regs > kMaxRegs) return invalid(f, fmt::format("declares {} registers (limit {})", f.num_regs, kMaxRegs));
+  for (Reg p : f.params) {
+    if (p >= f.num_regs) return invalid(f, fmt::format("parameter v{} is not below regs {}", p, f.num_regs));
+  }
+  std::unordered_set<SiteId> sites;
+  for (BlockId b = 0; b < f.blocks.size(); ++b) {
+    const Block& block = f.blocks[b];
+    if (block.instrs.empty()) return invalid(f, fmt::format("block '{}' is empty (needs a terminator)", block.name));
+    for (std::size_t i = 0; i < block.instrs.size(); ++i) {
+      const Instr& in = block.instrs[i];
+      auto where = [&] { return fmt::format("block '{}' instruction {} ({})", block.name, i, opcode_name(in.op)); };
+      bool last = i + 1 == block.instrs.size();
+      if (is_terminator(in.op) != last) {
+        return invalid(f, last ? fmt::format("block '{}' does not end with a terminator", block.name)
+                               : fmt::format("{}: terminator before the end of the block", where()));
+      }
+      auto [lo, hi] = operand_range(in.op);
+      if (in.args.size() < lo || in.args.size() > hi) return invalid(f, fmt::format("{}: wrong operand count {}", where(), in.args.size()));
+      if (needs_dst(in.op) && in.dst == kNoReg) return invalid(f, fmt::format("{}: missing destination", where()));
+      if (!allows_dst(in.op) && in.dst != kNoReg) return invalid(f, fmt::format("{}: unexpected destination", where()));
+      if (in.dst != kNoReg && in.dst >= f.num_regs) return invalid(f, fmt::format("{}: register v{} out of range", where(), in.dst));
+      for (Reg r : in.args) {
+        if (r >= f.num_regs) return invalid(f, fmt::format("{}: register v{} out of range", where(), r));
+      }
+      std::size_t want_targets = in.op == Opcode::kGoto ? 1 : in.op == Opcode::kBranch ? 2 : 0;
+      if (in.op == Opcode::kSwitch ? in.targets.empty() : in.targets.size() != want_targets) {
+        return invalid(f, fmt::format("{}: wrong number of targets", where()));
+      }
+      for (BlockId t : in.targets) {
+        if (t >= f.blocks.size()) return invalid(f, fmt::format("{}: target block {} does not exist", where(), t));
+        if (t == 0) return invalid(f, fmt::format("{}: branches to the entry block (the entry may have no predecessors)", where()));
+      }
+      if (is_access(in.op)) {
+        if (in.site == kNoSite) return invalid(f, fmt::format("{}: access without a site id", where()));
+        if (!sites.insert(in.site).second) return invalid(f, fmt::format("{}: duplicate site #{}", where(), in.site));
+      }
+      if (module != nullptr) {
+        if (in.op == Opcode::kNew || in.op == Opcode::kGetField || in.op == Opcode::kPutField) {
+          const Type* t = module->find_type(in.type);
+          if (t == nullptr) return invalid(f, fmt::format("{}: unknown type '{}'", where(), in.type));
+          if (in.op != Opcode::kNew && t->find_field(in.name) == nullptr) {
+            return invalid(f, fmt::format("{}: type '{}' has no field '{}'", where(), in.type, in.name));
+          }
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// ---- CFG ----------------------------------------------------------------------------------
+
+Cfg CfgAnalysis::run(const Function& f) {
+  const std::size_t n = f.blocks.size();
+  Cfg cfg;
+  cfg.succs.resize(n);
+  cfg.preds.resize(n);
+  cfg.rpo_index.assign(n, kNoBlock);
+  for (BlockId b = 0; b < n; ++b) {
+    if (f.blocks[b].instrs.empty()) continue;
+    for (BlockId t : f.blocks[b].instrs.back().targets) {
+      if (t >= n) continue;
+      auto& s = cfg.succs[b];
+      if (std::find(s.begin(), s.end(), t) == s.end()) {
+        s.push_back(t);
+        cfg.preds[t].push_back(b);
+      }
+    }
+  }
+  if (n == 0) return cfg;
+  // Iterative DFS post-order from the entry.
+  std::vector<BlockId> post;
+  post.reserve(n);
+  std::vector<std::uint8_t> seen(n, 0);
+  std::vector<std::pair<BlockId, std::uint32_t>> stack;
+  stack.emplace_back(0, 0);
+  seen[0] = 1;
+  while (!stack.empty()) {
+    auto& [b, next] = stack.back();
+    if (next < cfg.succs[b].size()) {
+      BlockId s = cfg.succs[b][next++];
+      if (!seen[s]) {
+        seen[s] = 1;
+        stack.emplace_back(s, 0);
+      }
+    } else {
+      post.push_back(b);
+      stack.pop_back();
+    }
+  }
+  cfg.rpo.assign(post.rbegin(), post.rend());
+  for (std::uint32_t i = 0; i < cfg.rpo.size(); ++i) cfg.rpo_index[cfg.rpo[i]] = i;
+  for (BlockId b = 0; b < n; ++b) {
+    if (!cfg.reachable(b)) {
+      cfg.unreachable.push_back(b);
+      continue;
+    }
+    if (cfg.succs[b].size() < 2) continue;
+    for (BlockId s : cfg.succs[b]) {
+      std::size_t reachable_preds = 0;
+      for (BlockId p : cfg.preds[s]) reachable_preds += cfg.reachable(p) ? 1 : 0;
+      if (reachable_preds > 1) cfg.critical_edges.emplace_back(b, s);
+    }
+  }
+  return cfg;
+}
+
+std::string print_cfg(const Function& f, const Cfg& cfg) {
+  std::string s = fmt::format("cfg of {}: {} blocks, {} reachable\n", f.name, f.blocks.size(), cfg.rpo.size());
+  auto out = std::back_inserter(s);
+  for (BlockId b = 0; b < f.blocks.size(); ++b) {
+    fmt::format_to(out, "  {}{}: succs [", f.blocks[b].name, cfg.reachable(b) ? "" : " (unreachable)");
+    for (std::size_t i = 0; i < cfg.succs[b].size(); ++i) fmt::format_to(out, "{}{}", i ? ", " : "", f.blocks[cfg.succs[b][i]].name);
+    s += "] preds [";
+    for (std::size_t i = 0; i < cfg.preds[b].size(); ++i) fmt::format_to(out, "{}{}", i ? ", " : "", f.blocks[cfg.preds[b][i]].name);
+    s += "]\n";
+  }
+  s += "  critical edges:";
+  for (auto [a, b] : cfg.critical_edges) fmt::format_to(out, " {}->{}", f.blocks[a].name, f.blocks[b].name);
+  s += "\n";
+  return s;
+}
+
+// ---- Dominator tree -----------------------------------------------------------------------
+
+DomTree DominatorTreeAnalysis::run(const Function& f, const Cfg& cfg) {
+  const std::size_t n = f.blocks.size();
+  DomTree dt;
+  dt.idom.assign(n, kNoBlock);
+  dt.children.resize(n);
+  dt.pre.assign(n, kNoBlock);
+  dt.post.assign(n, kNoBlock);
+  if (cfg.rpo.empty()) return dt;
+  // Work on RPO indices: the entry is 0 and "intersect" walks towards smaller indices.
+  const std::uint32_t m = static_cast<std::uint32_t>(cfg.rpo.size());
+  std::vector<std::uint32_t> doms(m, kNoBlock);
+  doms[0] = 0;
+  auto intersect = [&](std::uint32_t a, std::uint32_t b) {
+    while (a != b) {
+      while (a > b) a = doms[a];
+      while (b > a) b = doms[b];
+    }
+    return a;
+  };
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (std::uint32_t i = 1; i < m; ++i) {
+      std::uint32_t new_idom = kNoBlock;
+      for (BlockId p : cfg.preds[cfg.rpo[i]]) {
+        std::uint32_t pi = cfg.rpo_index[p];
+        if (pi == kNoBlock || doms[pi] == kNoBlock) continue;
+        new_idom = new_idom == kNoBlock ? pi : intersect(pi, new_idom);
+      }
+      if (new_idom != kNoBlock && doms[i] != new_idom) {
+        doms[i] = new_idom;
+        changed = true;
+      }
+    }
+  }
+  for (std::uint32_t i = 1; i < m; ++i) {
+    BlockId b = cfg.rpo[i];
+    dt.idom[b] = cfg.rpo[doms[i]];
+    dt.children[dt.idom[b]].push_back(b);  // RPO order, since i increases
+  }
+  // Pre/post numbering of the tree (iterative).
+  std::uint32_t counter = 0;
+  std::vector<std::pair<BlockId, std::uint32_t>> stack;
+  stack.emplace_back(cfg.rpo[0], 0);
+  dt.pre[cfg.rpo[0]] = counter++;
+  while (!stack.empty()) {
+    auto& [b, next] = stack.back();
+    if (next < dt.children[b].size()) {
+      BlockId c = dt.children[b][next++];
+      dt.pre[c] = counter++;
+      stack.emplace_back(c, 0);
+    } else {
+      dt.post[b] = counter++;
+      stack.pop_back();
+    }
+  }
+  return dt;
+}
+
+std::string print_domtree(const Function& f, const DomTree& dt) {
+  std::string s = fmt::format("dominator tree of {}:\n", f.name);
+  auto out = std::back_inserter(s);
+  for (BlockId b = 0; b < f.blocks.size(); ++b) {
+    if (dt.pre[b] == kNoBlock) {
+      fmt::format_to(out, "  {}: unreachable\n", f.blocks[b].name);
+    } else if (dt.idom[b] == kNoBlock) {
+      fmt::format_to(out, "  {}: root\n", f.blocks[b].name);
+    } else {
+      fmt::format_to(out, "  {}: idom {}\n", f.blocks[b].name, f.blocks[dt.idom[b]].name);
+    }
+  }
+  return s;
+}
+
+Status verify_domtree(const Function& f, const Cfg& cfg, const DomTree& dt, std::size_t max_blocks) {
+  const std::size_t n = f.blocks.size();
+  for (BlockId b = 0; b < n; ++b) {
+    bool reach = cfg.reachable(b);
+    if (reach != (dt.pre[b] != kNoBlock)) return invalid(f, fmt::format("domtree: block '{}' reachability mismatch", f.blocks[b].name));
+    if (!reach || b == cfg.rpo[0]) continue;
+    BlockId d = dt.idom[b];
+    if (d == kNoBlock || !cfg.reachable(d)) return invalid(f, fmt::format("domtree: block '{}' has no idom", f.blocks[b].name));
+    // The idom dominates every reachable predecessor.
+    for (BlockId p : cfg.preds[b]) {
+      if (cfg.reachable(p) && !dt.dominates(d, p)) {
+        return invalid(f, fmt::format("domtree: idom '{}' of '{}' does not dominate predecessor '{}'", f.blocks[d].name,
+                                      f.blocks[b].name, f.blocks[p].name));
+      }
+    }
+  }
+  if (n > max_blocks || cfg.rpo.empty()) return Status::Ok();
+  // Reference: Dom(entry) = {entry}; Dom(b) = {b} U intersection of Dom(p) over reachable preds.
+  const std::size_t words = (n + 63) / 64;
+  std::vector<std::uint64_t> dom(n * words, ~0ull);
+  BlockId entry = cfg.rpo[0];
+  std::fill(dom.begin() + static_cast<std::ptrdiff_t>(entry * words), dom.begin() + static_cast<std::ptrdiff_t>((entry + 1) * words), 0ull);
+  dom[entry * words + entry / 64] |= 1ull << (entry % 64);
+  bool changed = true;
+  std::vector<std::uint64_t> tmp(words);
+  while (changed) {
+    changed = false;
+    for (BlockId b : cfg.rpo) {
+      if (b == entry) continue;
+      std::fill(tmp.begin(), tmp.end(), ~0ull);
+      for (BlockId p : cfg.preds[b]) {
+        if (!cfg.reachable(p)) continue;
+        for (std::size_t w = 0; w < words; ++w) tmp[w] &= dom[p * words + w];
+      }
+      tmp[b / 64] |= 1ull << (b % 64);
+      for (std::size_t w = 0; w < words; ++w) {
+        if (dom[b * words + w] != tmp[w]) {
+          dom[b * words + w] = tmp[w];
+          changed = true;
+        }
+      }
+    }
+  }
+  for (BlockId b : cfg.rpo) {
+    for (BlockId a : cfg.rpo) {
+      bool ref = (dom[b * words + a / 64] >> (a % 64)) & 1;
+      if (ref != dt.dominates(a, b)) {
+        return invalid(f, fmt::format("domtree: '{}' {} '{}' but the tree says otherwise", f.blocks[a].name,
+                                      ref ? "dominates" : "does not dominate", f.blocks[b].name));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// ---- Dominance frontiers ------------------------------------------------------------------
+
+DominanceFrontiers DominanceFrontierAnalysis::run(const Function& f, const Cfg& cfg, const DomTree& dt) {
+  DominanceFrontiers df;
+  df.df.resize(f.blocks.size());
+  for (BlockId b : cfg.rpo) {
+    std::size_t reachable_preds = 0;
+    for (BlockId p : cfg.preds[b]) reachable_preds += cfg.reachable(p) ? 1 : 0;
+    if (reachable_preds < 2) continue;
+    for (BlockId p : cfg.preds[b]) {
+      if (!cfg.reachable(p)) continue;
+      BlockId runner = p;
+      while (runner != kNoBlock && runner != dt.idom[b]) {
+        auto& list = df.df[runner];
+        // All insertions of b happen in this loop, so a duplicate would be the last element.
+        if (list.empty() || list.back() != b) list.push_back(b);
+        runner = dt.idom[runner];
+      }
+    }
+  }
+  return df;
+}
+
+std::string print_frontiers(const Function& f, const DominanceFrontiers& df) {
+  std::string s = fmt::format("dominance frontiers of {}:\n", f.name);
+  auto out = std::back_inserter(s);
+  for (BlockId b = 0; b < f.blocks.size(); ++b) {
+    std::vector<BlockId> sorted = df.df[b];
+    std::sort(sorted.begin(), sorted.end());
+    fmt::format_to(out, "  {}: {{", f.blocks[b].name);
+    for (std::size_t i = 0; i < sorted.size(); ++i) fmt::format_to(out, "{}{}", i ? ", " : "", f.blocks[sorted[i]].name);
+    s += "}\n";
+  }
+  return s;
+}
+
+Status verify_frontiers(const Function& f, const Cfg& cfg, const DomTree& dt, const DominanceFrontiers& df) {
+  // Definition-based check; quadratic, so only used on small functions.
+  if (f.blocks.size() > 1000) return Status::Ok();
+  for (BlockId x : cfg.rpo) {
+    std::vector<BlockId> want;
+    for (BlockId y : cfg.rpo) {
+      bool strictly = x != y && dt.dominates(x, y);
+      if (strictly) continue;
+      for (BlockId p : cfg.preds[y]) {
+        if (cfg.reachable(p) && dt.dominates(x, p)) {
+          want.push_back(y);
+          break;
+        }
+      }
+    }
+    std::vector<BlockId> got = df.df[x];
+    std::sort(want.begin(), want.end());
+    std::sort(got.begin(), got.end());
+    if (want != got) return invalid(f, fmt::format("frontiers: DF('{}') is wrong", f.blocks[x].name));
+  }
+  return Status::Ok();
+}
+
+// ---- Analysis manager ---------------------------------------------------------------------
+
+const Cfg& FunctionAnalyses::cfg() {
+  if (!cfg_) cfg_ = std::make_unique<Cfg>(CfgAnalysis::run(*f_));
+  return *cfg_;
+}
+const DomTree& FunctionAnalyses::domtree() {
+  if (!dt_) dt_ = std::make_unique<DomTree>(DominatorTreeAnalysis::run(*f_, cfg()));
+  return *dt_;
+}
+const DominanceFrontiers& FunctionAnalyses::frontiers() {
+  if (!df_) df_ = std::make_unique<DominanceFrontiers>(DominanceFrontierAnalysis::run(*f_, cfg(), domtree()));
+  return *df_;
+}
+const SsaForm& FunctionAnalyses::ssa() {
+  if (!ssa_) ssa_ = std::make_unique<SsaForm>(SsaAnalysis::run(*f_, cfg(), domtree(), frontiers()));
+  return *ssa_;
+}
+void FunctionAnalyses::invalidate() {
+  ssa_.reset();
+  df_.reset();
+  dt_.reset();
+  cfg_.reset();
+}
+
+}  // namespace objprof::ir

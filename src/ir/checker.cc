@@ -1,0 +1,344 @@
+// The soundness checker. Each run is recorded as a tape: the blocks visited and the random
+// draws each block consumed (object identities, GC or not). A run can be replayed exactly from
+// its tape, which is what the shrinker uses: it cuts cycles out of the block sequence and turns
+// GCs off while the replay still violates, then reports the shortest tape it found.
+#include "objprof/ir/checker.h"
+
+#include "objprof/ir/analysis.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+
+namespace objprof::ir {
+namespace {
+
+constexpr std::uint64_t kNull = 0;
+constexpr std::uint64_t kScalar = 1;
+constexpr std::uint64_t kFirstObject = 2;
+constexpr std::uint64_t kNoGcDraw = 99;  // a GC draw that never collects (for gc_percent < 100)
+
+// splitmix64: small, fast, identical on every platform.
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : s_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+
+ private:
+  std::uint64_t s_;
+};
+
+struct Step {
+  BlockId block;
+  std::uint32_t draw_begin;
+  std::uint32_t draw_end;
+};
+
+struct Tape {
+  std::vector<Step> steps;
+  std::vector<std::uint64_t> draws;
+  std::vector<std::uint8_t> draw_is_gc;
+  std::uint32_t entry_draws = 0;  // draws before the first step (initial registers)
+};
+
+struct Outcome {
+  bool violated = false;
+  Violation violation{};
+  std::size_t violation_step = 0;
+  bool valid = true;  // false: a forced replay followed an edge that does not exist
+};
+
+class Machine {
+ public:
+  Machine(const Function& f, const ElimResult& decisions, const CheckOptions& options, CheckReport* report)
+      : f_(f), cfg_(CfgAnalysis::run(f)), options_(options), report_(report) {
+    instr_base_.resize(f.blocks.size() + 1);
+    std::uint32_t k = 0;
+    for (BlockId b = 0; b < f.blocks.size(); ++b) {
+      instr_base_[b] = k;
+      k += static_cast<std::uint32_t>(f.blocks[b].instrs.size());
+    }
+    instr_base_[f.blocks.size()] = k;
+    kept_.assign(k, 0);
+    for (const AccessDecision& d : decisions.accesses) {
+      if (d.block < f.blocks.size() && d.kept) kept_[instr_base_[d.block] + d.instr] |= static_cast<std::uint8_t>(1u << d.operand);
+    }
+    regs_.resize(f.num_regs);
+    max_steps_ = options.max_steps != 0 ? options.max_steps
+                                        : static_cast<std::uint32_t>(std::min<std::size_t>(4 * f.blocks.size() + 16, 100000));
+    externals_ = std::max<std::uint32_t>(1, options.external_objects);
+  }
+
+  // Records a fresh random run into `tape` (record mode) or replays `tape` (forced mode).
+  Outcome execute(Tape* tape, bool forced, Rng* rng, std::vector<PathStep>* trace) {
+    Outcome out;
+    forced_ = forced;
+    tape_ = tape;
+    rng_ = rng;
+    draw_pos_ = 0;
+    if (!forced) {
+      tape->steps.clear();
+      tape->draws.clear();
+      tape->draw_is_gc.clear();
+    }
+    epoch_ = ++clock_;
+    cache_ = kNull;
+    next_object_ = kFirstObject + externals_;
+    for (Reg r = 0; r < f_.num_regs; ++r) {
+      std::uint64_t x = draw(false);
+      std::uint64_t pct = x % 100;
+      regs_[r] = pct < 85 ? kFirstObject + (x >> 8) % externals_ : pct < 95 ? kScalar : kNull;
+    }
+    if (!forced) tape->entry_draws = static_cast<std::uint32_t>(tape->draws.size());
+    BlockId b = 0;
+    for (std::size_t step = 0;; ++step) {
+      if (forced) {
+        if (step >= tape->steps.size()) break;
+        BlockId want = tape->steps[step].block;
+        if (step == 0 ? want != 0 : !is_succ(b, want)) {
+          out.valid = false;
+          return out;
+        }
+        b = want;
+      } else {
+        tape->steps.push_back({b, static_cast<std::uint32_t>(tape->draws.size()), 0});
+      }
+      if (report_ != nullptr) ++report_->steps;
+      bool gc_here = false;
+      bool stop = run_block(b, &out, &gc_here);
+      if (!forced) tape->steps.back().draw_end = static_cast<std::uint32_t>(tape->draws.size());
+      if (trace != nullptr) trace->push_back({b, gc_here});
+      if (out.violated) {
+        out.violation_step = step;
+        return out;
+      }
+      if (stop) break;
+      if (!forced) {
+        const auto& succs = cfg_.succs[b];
+        if (succs.empty() || step + 1 >= max_steps_) break;
+        b = succs[rng_->next() % succs.size()];
+      }
+    }
+    return out;
+  }
+
+ private:
+  bool is_succ(BlockId from, BlockId to) const {
+    const auto& s = cfg_.succs[from];
+    return std::find(s.begin(), s.end(), to) != s.end();
+  }
+
+  std::uint64_t draw(bool is_gc) {
+    if (forced_) return draw_pos_ < tape_->draws.size() ? tape_->draws[draw_pos_++] : 0;
+    std::uint64_t x = rng_->next();
+    tape_->draws.push_back(x);
+    tape_->draw_is_gc.push_back(is_gc ? 1 : 0);
+    return x;
+  }
+
+  std::uint64_t random_object() {
+    std::uint64_t x = draw(false);
+    if (x % 100 < 5) return kNull;
+    return kFirstObject + (x >> 8) % (next_object_ - kFirstObject);
+  }
+
+  bool marked(std::uint64_t obj) const { return obj < marked_.size() && marked_[obj] == epoch_; }
+  void mark(std::uint64_t obj) {
+    if (obj >= marked_.size()) marked_.resize(std::max<std::size_t>(obj + 1, marked_.size() * 2), 0);
+    marked_[obj] = epoch_;
+  }
+
+  void maybe_gc(bool* gc_here) {
+    std::uint64_t x = draw(true);
+    if (!options_.gc_at_safepoints || x % 100 >= options_.gc_percent) return;
+    epoch_ = ++clock_;
+    cache_ = kNull;
+    *gc_here = true;
+    if (report_ != nullptr) ++report_->gcs;
+  }
+
+  // Executes one block; returns true when the function returned.
+  bool run_block(BlockId b, Outcome* out, bool* gc_here) {
+    const Block& block = f_.blocks[b];
+    for (std::uint32_t i = 0; i < block.instrs.size(); ++i) {
+      const Instr& in = block.instrs[i];
+      unsigned na = num_accesses(in);
+      std::uint8_t kept = kept_[instr_base_[b] + i];
+      for (unsigned k = 0; k < na; ++k) {
+        std::uint64_t obj = regs_[in.args[k]];
+        if (obj < kFirstObject) continue;  // null or scalar: outside the heap, nothing to mark
+        if ((kept >> k) & 1) {
+          if (report_ != nullptr) ++report_->barriers;
+          if (obj != cache_) {
+            cache_ = obj;
+            mark(obj);
+          }
+        }
+        if (report_ != nullptr) ++report_->accesses;
+        if (!marked(obj)) {
+          out->violated = true;
+          out->violation = Violation{b, i, k, in.site, in.args[k], obj, epoch_, {}};
+          return true;
+        }
+      }
+      switch (in.op) {
+        case Opcode::kConst:
+        case Opcode::kBinary:
+        case Opcode::kCompare:
+        case Opcode::kArrayLength:
+        case Opcode::kRefEqual:
+          regs_[in.dst] = kScalar;
+          break;
+        case Opcode::kNull: regs_[in.dst] = kNull; break;
+        case Opcode::kMove: regs_[in.dst] = regs_[in.args[0]]; break;
+        case Opcode::kNew:
+        case Opcode::kNewArray:
+          maybe_gc(gc_here);
+          regs_[in.dst] = next_object_++;
+          break;
+        case Opcode::kGetField:
+        case Opcode::kArrayGet:
+          regs_[in.dst] = random_object();
+          break;
+        case Opcode::kInvoke:
+        case Opcode::kCallStatic:
+          if (in.may_gc) maybe_gc(gc_here);
+          if (in.dst != kNoReg) regs_[in.dst] = random_object();
+          break;
+        case Opcode::kSafepoint: maybe_gc(gc_here); break;
+        case Opcode::kReturn: return true;
+        default: break;
+      }
+    }
+    return false;
+  }
+
+  const Function& f_;
+  Cfg cfg_;
+  const CheckOptions& options_;
+  CheckReport* report_;
+  std::vector<std::uint32_t> instr_base_;
+  std::vector<std::uint8_t> kept_;
+  std::vector<std::uint64_t> regs_;
+  std::vector<std::uint64_t> marked_;  // object -> epoch in which it was last marked
+  std::uint32_t max_steps_ = 0;
+  std::uint32_t externals_ = 1;
+  std::uint64_t clock_ = 0;
+  std::uint64_t epoch_ = 0;
+  std::uint64_t cache_ = kNull;
+  std::uint64_t next_object_ = kFirstObject;
+  bool forced_ = false;
+  Tape* tape_ = nullptr;
+  Rng* rng_ = nullptr;
+  std::size_t draw_pos_ = 0;
+};
+
+// Tape without steps (from, to] (blocks of steps `from` and `to` are equal).
+Tape cut(const Tape& t, std::size_t from, std::size_t to) {
+  Tape r;
+  r.entry_draws = t.entry_draws;
+  r.draws.assign(t.draws.begin(), t.draws.begin() + t.entry_draws);
+  r.draw_is_gc.assign(t.draw_is_gc.begin(), t.draw_is_gc.begin() + t.entry_draws);
+  for (std::size_t s = 0; s < t.steps.size(); ++s) {
+    if (s > from && s <= to) continue;
+    const Step& st = t.steps[s];
+    std::uint32_t begin = static_cast<std::uint32_t>(r.draws.size());
+    r.draws.insert(r.draws.end(), t.draws.begin() + st.draw_begin, t.draws.begin() + st.draw_end);
+    r.draw_is_gc.insert(r.draw_is_gc.end(), t.draw_is_gc.begin() + st.draw_begin, t.draw_is_gc.begin() + st.draw_end);
+    r.steps.push_back({st.block, begin, static_cast<std::uint32_t>(r.draws.size())});
+  }
+  return r;
+}
+
+Tape truncate(const Tape& t, std::size_t last_step) {
+  Tape r = t;
+  r.steps.resize(last_step + 1);
+  r.draws.resize(r.steps.back().draw_end);
+  r.draw_is_gc.resize(r.steps.back().draw_end);
+  return r;
+}
+
+}  // namespace
+
+CheckReport check_function(const Function& f, const ElimResult& decisions, const CheckOptions& options) {
+  CheckReport report;
+  if (f.blocks.empty()) return report;
+  Machine m(f, decisions, options, &report);
+  Rng rng(options.seed);
+  Tape tape;
+  for (std::uint32_t p = 0; p < options.paths; ++p) {
+    ++report.paths;
+    Outcome o = m.execute(&tape, false, &rng, nullptr);
+    if (!o.violated) continue;
+    Tape best = truncate(tape, o.violation_step);
+    if (options.minimize) {
+      Machine quiet(f, decisions, options, nullptr);
+      auto still_violates = [&](Tape* t) {
+        Outcome r = quiet.execute(t, true, nullptr, nullptr);
+        if (!r.valid || !r.violated) return false;
+        *t = truncate(*t, r.violation_step);
+        return true;
+      };
+      int budget = 2000;
+      bool progress = true;
+      while (progress && budget > 0) {
+        progress = false;
+        // Cut the latest cycle first: steps i < j with the same block.
+        std::vector<std::size_t> last_seen(f.blocks.size(), SIZE_MAX);
+        for (std::size_t j = 0; j < best.steps.size() && budget > 0; ++j) {
+          std::size_t i = last_seen[best.steps[j].block];
+          last_seen[best.steps[j].block] = j;
+          if (i == SIZE_MAX) continue;
+          Tape candidate = cut(best, i, j);
+          --budget;
+          if (still_violates(&candidate)) {
+            best = std::move(candidate);
+            progress = true;
+            break;
+          }
+        }
+      }
+      for (std::size_t d = 0; d < best.draws.size() && budget > 0; ++d) {
+        if (!best.draw_is_gc[d] || best.draws[d] % 100 >= options.gc_percent) continue;
+        Tape candidate = best;
+        candidate.draws[d] = kNoGcDraw;
+        --budget;
+        if (still_violates(&candidate)) best = std::move(candidate);
+      }
+    }
+    std::vector<PathStep> trace;
+    Machine replay(f, decisions, options, nullptr);
+    Outcome final_outcome = replay.execute(&best, true, nullptr, &trace);
+    if (!final_outcome.violated) final_outcome = o;  // cannot happen; keep the original
+    report.violation = final_outcome.violation;
+    report.violation->path = std::move(trace);
+    break;
+  }
+  return report;
+}
+
+std::string format_violation(const Function& f, const Violation& v) {
+  std::string s = fmt::format("site #{} (block {}, v{}): object o{} not marked in epoch {}; path:", v.site,
+                              v.block < f.blocks.size() ? f.blocks[v.block].name : "?", v.reg, v.object, v.epoch);
+  auto out = std::back_inserter(s);
+  for (std::size_t i = 0; i < v.path.size(); ++i) {
+    fmt::format_to(out, "{}{}{}", i ? " -> " : " ", f.blocks[v.path[i].block].name, v.path[i].gc ? " [gc]" : "");
+  }
+  return s;
+}
+
+CheckOptions check_options_for(const ElimResult& decisions, std::uint32_t paths, std::uint64_t seed) {
+  CheckOptions o;
+  o.paths = paths;
+  o.seed = seed;
+  o.gc_at_safepoints = decisions.safepoints == SafepointMode::kExact || decisions.pass == PassKind::kNone;
+  return o;
+}
+
+}  // namespace objprof::ir
