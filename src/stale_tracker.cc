@@ -11,7 +11,7 @@ bool by_granule(const TrackedRecord& a, const TrackedRecord& b) { return a.granu
 
 void sort_table(std::vector<TrackedRecord>& t) {
   // Records merged later come later; stable order lets a duplicate address keep the newer one.
-  if (t.size() > (1u << 16)) {
+  if (t.size() > (1u << 20)) {  // below this, std::sort beats waking a thread pool
     tbb::parallel_sort(t.begin(), t.end(), [](const TrackedRecord& a, const TrackedRecord& b) {
       return a.granule < b.granule;
     });

@@ -108,19 +108,29 @@ Status verify_function(const Function& f, const Module* module) {
 Cfg CfgAnalysis::run(const Function& f) {
   const std::size_t n = f.blocks.size();
   Cfg cfg;
-  cfg.succs.resize(n);
-  cfg.preds.resize(n);
   cfg.rpo_index.assign(n, kNoBlock);
+  // Successors, deduplicated, then predecessors by counting sort (so in block order).
+  auto& so = cfg.succs.offsets_;
+  auto& si = cfg.succs.items_;
+  so.reserve(n + 1);
+  si.reserve(n * 2);
+  std::vector<std::uint32_t> pred_count(n + 1, 0);
   for (BlockId b = 0; b < n; ++b) {
+    so.push_back(static_cast<std::uint32_t>(si.size()));
     if (f.blocks[b].instrs.empty()) continue;
+    const std::size_t first = si.size();
     for (BlockId t : f.blocks[b].instrs.back().targets) {
-      if (t >= n) continue;
-      auto& s = cfg.succs[b];
-      if (std::find(s.begin(), s.end(), t) == s.end()) {
-        s.push_back(t);
-        cfg.preds[t].push_back(b);
-      }
+      if (t >= n || std::find(si.begin() + static_cast<std::ptrdiff_t>(first), si.end(), t) != si.end()) continue;
+      si.push_back(t);
+      ++pred_count[t + 1];
     }
+  }
+  so.push_back(static_cast<std::uint32_t>(si.size()));
+  for (std::size_t b = 0; b < n; ++b) pred_count[b + 1] += pred_count[b];
+  cfg.preds.offsets_ = pred_count;
+  cfg.preds.items_.resize(si.size());
+  for (BlockId b = 0; b < n; ++b) {
+    for (BlockId t : cfg.succs[b]) cfg.preds.items_[pred_count[t]++] = b;
   }
   if (n == 0) return cfg;
   // Iterative DFS post-order from the entry.
@@ -132,8 +142,9 @@ Cfg CfgAnalysis::run(const Function& f) {
   seen[0] = 1;
   while (!stack.empty()) {
     auto& [b, next] = stack.back();
-    if (next < cfg.succs[b].size()) {
-      BlockId s = cfg.succs[b][next++];
+    auto succs = cfg.succs[b];
+    if (next < succs.size()) {
+      BlockId s = succs[next++];
       if (!seen[s]) {
         seen[s] = 1;
         stack.emplace_back(s, 0);

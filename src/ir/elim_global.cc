@@ -30,6 +30,7 @@ class GlobalSolver {
     mark_.assign(ssa_.values.size(), 0);
     origin_.assign(ssa_.values.size(), kNoSite);
     cur_.resize(R_);
+    compile_steps();
     // Greatest fixed point: start from "everything available" except at the entry.
     out_bits_.assign(n * W_, ~0ull);
     std::vector<std::uint64_t> in(W_), out(W_);
@@ -46,7 +47,7 @@ class GlobalSolver {
         dirty[b] = 0;
         meet(b, entry, in.data());
         transfer(b, in.data(), out.data(), false);
-        std::uint64_t* stored = &out_bits_[static_cast<std::size_t>(b) * W_];
+        std::uint64_t* stored = out_bits_.data() + static_cast<std::size_t>(b) * W_;
         if (!std::equal(out.begin(), out.end(), stored)) {
           std::copy(out.begin(), out.end(), stored);
           for (BlockId s : cfg_.succs[b]) {
@@ -72,7 +73,7 @@ class GlobalSolver {
     std::fill(in, in + W_, ~0ull);
     for (BlockId p : cfg_.preds[b]) {
       if (!cfg_.reachable(p)) continue;
-      const std::uint64_t* o = &out_bits_[static_cast<std::size_t>(p) * W_];
+      const std::uint64_t* o = out_bits_.data() + static_cast<std::size_t>(p) * W_;
       for (std::size_t w = 0; w < W_; ++w) in[w] &= o[w];
     }
   }
@@ -97,38 +98,68 @@ class GlobalSolver {
         origin_[root] = kNoSite;
       }
     }
-    const Block& block = f_.blocks[b];
     std::uint32_t d = record ? out_->block_first[b] : 0;
-    for (std::uint32_t i = 0; i < block.instrs.size(); ++i) {
-      const Instr& ins = block.instrs[i];
-      unsigned na = num_accesses(ins);
-      for (unsigned k = 0; k < na; ++k) {
-        ValueId root = ssa_.copy_root[ssa_.use(b, i, k)];
-        bool available = mark_[root] == s;
-        if (record) {
-          AccessDecision& dec = out_->accesses[d++];
-          if (available) {
-            dec.kept = false;
-            dec.because = origin_[root];
-            dec.reason = dec.because == kNoSite ? Reason::kAvailableAllPaths : Reason::kDominated;
-            removed_any_ = true;
-          } else {
-            dec.kept = true;
-            dec.reason = Reason::kNotAvailable;
+    for (std::uint32_t k = step_begin_[b]; k < step_begin_[b + 1]; ++k) {
+      const Step& st = steps_[k];
+      switch (st.kind) {
+        case Step::kAccess: {
+          bool available = mark_[st.value] == s;
+          if (record) {
+            AccessDecision& dec = out_->accesses[d++];
+            if (available) {
+              dec.kept = false;
+              dec.because = origin_[st.value];
+              dec.reason = dec.because == kNoSite ? Reason::kAvailableAllPaths : Reason::kDominated;
+              removed_any_ = true;
+            } else {
+              dec.kept = true;
+              dec.reason = Reason::kNotAvailable;
+            }
           }
+          if (!available) {
+            mark_[st.value] = s;
+            origin_[st.value] = st.site;
+          }
+          break;
         }
-        if (!available) {
-          mark_[root] = s;
-          origin_[root] = ins.site;
-        }
+        case Step::kGc: s = new_stamp(); break;
+        case Step::kDef: cur_[st.reg] = st.value; break;
       }
-      if (exact_ && may_gc(ins)) s = new_stamp();
-      if (ins.dst != kNoReg) cur_[ins.dst] = ssa_.def(b, i);
     }
     std::fill(out, out + W_, 0ull);
     for (Reg r = 0; r < R_; ++r) {
       if (mark_[ssa_.copy_root[cur_[r]]] == s) out[r / 64] |= 1ull << (r % 64);
     }
+  }
+
+  // The block bodies reduced to what the transfer function needs, so that the fixed-point
+  // sweeps read a dense array instead of the instructions.
+  struct Step {
+    enum Kind : std::uint8_t { kAccess, kGc, kDef } kind;
+    Reg reg;        // kDef: the register defined
+    ValueId value;  // kAccess: copy root of the accessed value; kDef: the defined value
+    SiteId site;    // kAccess
+  };
+  void compile_steps() {
+    const std::size_t n = f_.blocks.size();
+    step_begin_.assign(n + 1, 0);
+    steps_.clear();
+    steps_.reserve(f_.num_instrs());
+    for (BlockId b = 0; b < n; ++b) {
+      step_begin_[b] = static_cast<std::uint32_t>(steps_.size());
+      if (!cfg_.reachable(b)) continue;
+      const Block& block = f_.blocks[b];
+      for (std::uint32_t i = 0; i < block.instrs.size(); ++i) {
+        const Instr& ins = block.instrs[i];
+        unsigned na = num_accesses(ins);
+        for (unsigned k = 0; k < na; ++k) {
+          steps_.push_back({Step::kAccess, kNoReg, ssa_.copy_root[ssa_.use(b, i, k)], ins.site});
+        }
+        if (exact_ && may_gc(ins)) steps_.push_back({Step::kGc, kNoReg, kNoValue, kNoSite});
+        if (ins.dst != kNoReg) steps_.push_back({Step::kDef, ins.dst, ssa_.def(b, i), kNoSite});
+      }
+    }
+    step_begin_[n] = static_cast<std::uint32_t>(steps_.size());
   }
 
   const Function& f_;
@@ -145,6 +176,8 @@ class GlobalSolver {
   std::vector<SiteId> origin_;
   std::vector<ValueId> cur_;
   std::vector<std::uint64_t> out_bits_;
+  std::vector<Step> steps_;
+  std::vector<std::uint32_t> step_begin_;
 };
 
 }  // namespace

@@ -56,7 +56,7 @@ class Generator {
   // Accesses prefer a few hot registers so that redundancy is common.
   Reg access_reg() { return rng_.percent(70) ? rng_.below(hot_) : any_reg(); }
 
-  Instr make(Opcode op, Reg dst, std::vector<Reg> args) {
+  Instr make(Opcode op, Reg dst, RegList args) {
     Instr in;
     in.op = op;
     in.dst = dst;
@@ -173,7 +173,7 @@ class Generator {
     t.targets = {t1, t2};
     set_term(b, std::move(t));
   }
-  void set_ret(BlockId b) { set_term(b, make(Opcode::kReturn, kNoReg, rng_.percent(50) ? std::vector<Reg>{any_reg()} : std::vector<Reg>{})); }
+  void set_ret(BlockId b) { set_term(b, make(Opcode::kReturn, kNoReg, rng_.percent(50) ? RegList{any_reg()} : RegList{})); }
 
   // Builds a single-entry region of about `budget` blocks; returns (first, last) where `last`
   // has no terminator yet.

@@ -159,7 +159,7 @@ SsaForm SsaAnalysis::run(const Function& f, const Cfg& cfg, const DomTree& dt, c
       }
     }
     for (BlockId s : cfg.succs[b]) {
-      auto& preds = cfg.preds[s];
+      auto preds = cfg.preds[s];
       std::size_t j = static_cast<std::size_t>(std::find(preds.begin(), preds.end(), b) - preds.begin());
       for (auto& phi : ssa.phis[s]) ssa.phi_args[phi.first_arg + j] = cur[phi.reg];
     }

@@ -149,12 +149,13 @@ std::size_t lost_marks_under_contention(std::size_t bytes, int rounds) {
 }  // namespace
 
 TEST_CASE("Atomic marking loses nothing when two threads hammer one byte", "[core][bitmap][threads]") {
-  CHECK(lost_marks_under_contention<MarkMode::kAtomic>(1 << 14, 4) == 0);
-  CHECK(lost_marks_under_contention<MarkMode::kAtomicTestFirst>(1 << 14, 4) == 0);
+  const std::size_t bytes = objprof::test::scaled(1 << 14, 64);
+  CHECK(lost_marks_under_contention<MarkMode::kAtomic>(bytes, 4) == 0);
+  CHECK(lost_marks_under_contention<MarkMode::kAtomicTestFirst>(bytes, 4) == 0);
 }
 
 TEST_CASE("Racy marking may lose marks under contention; the loss is counted", "[core][bitmap][threads]") {
-  const std::size_t bytes = 1 << 14;
+  const std::size_t bytes = objprof::test::scaled(1 << 14, 64);
   const std::size_t lost = lost_marks_under_contention<MarkMode::kRacy>(bytes, 4);
   // Not asserted zero: this is the documented cost of the seeds' unlocked sequence.
   WARN("racy marking lost " << lost << " of " << 2 * bytes * 4 << " marks under two-thread contention");

@@ -3,6 +3,8 @@
 
 #include <objprof/heap_space.h>
 
+#include "../test_env.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>

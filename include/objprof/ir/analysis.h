@@ -31,9 +31,22 @@ namespace objprof::ir {
 Status verify_function(const Function& f, const Module* module = nullptr);
 
 // ---- CFG ----------------------------------------------------------------------------------
+// Per-block lists of blocks in one array (compressed sparse rows): list(b) is a span.
+class Adjacency {
+ public:
+  std::span<const BlockId> operator[](BlockId b) const {
+    return {items_.data() + offsets_[b], static_cast<std::size_t>(offsets_[b + 1] - offsets_[b])};
+  }
+  std::size_t size() const { return offsets_.empty() ? 0 : offsets_.size() - 1; }
+  std::size_t total() const { return items_.size(); }
+
+  std::vector<std::uint32_t> offsets_;  // size() + 1 entries
+  std::vector<BlockId> items_;
+};
+
 struct Cfg {
-  std::vector<std::vector<BlockId>> succs;  // distinct successors, in terminator order
-  std::vector<std::vector<BlockId>> preds;  // distinct predecessors (reachable or not)
+  Adjacency succs;  // distinct successors, in terminator order
+  Adjacency preds;  // distinct predecessors (reachable or not), in block order
   std::vector<BlockId> rpo;                 // reachable blocks in reverse post-order
   std::vector<std::uint32_t> rpo_index;     // block -> index in rpo, kNoBlock if unreachable
   std::vector<std::pair<BlockId, BlockId>> critical_edges;  // between reachable blocks

@@ -17,7 +17,10 @@
 // Thread safety: plain values; no shared state.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -70,6 +73,67 @@ enum class Opcode : std::uint8_t {
 enum class BinaryOp : std::uint8_t { kAdd, kSub, kMul, kDiv, kRem, kAnd, kOr, kXor, kShl, kShr };
 enum class CompareOp : std::uint8_t { kLt, kLe, kGt, kGe, kEq, kNe };
 
+// The operand registers of an instruction: up to four inline (every opcode but calls), more
+// on the heap. Keeps the passes' walks over instructions free of pointer chasing.
+class RegList {
+ public:
+  static constexpr std::uint32_t kInline = 4;
+  RegList() = default;
+  RegList(std::initializer_list<Reg> regs) {
+    for (Reg r : regs) push_back(r);
+  }
+  RegList(const RegList&) = default;
+  RegList& operator=(const RegList&) = default;
+  RegList(RegList&& o) noexcept : size_(o.size_), inline_(o.inline_), heap_(std::move(o.heap_)) { o.size_ = 0; }
+  RegList& operator=(RegList&& o) noexcept {
+    size_ = o.size_;
+    inline_ = o.inline_;
+    heap_ = std::move(o.heap_);
+    o.size_ = 0;
+    return *this;
+  }
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const Reg* data() const { return size_ > kInline ? heap_.data() : inline_.data(); }
+  Reg* data() { return size_ > kInline ? heap_.data() : inline_.data(); }
+  const Reg* begin() const { return data(); }
+  const Reg* end() const { return data() + size_; }
+  Reg* begin() { return data(); }
+  Reg* end() { return data() + size_; }
+  Reg operator[](std::size_t i) const { return data()[i]; }
+  Reg& operator[](std::size_t i) { return data()[i]; }
+  void push_back(Reg r) {
+    if (size_ < kInline) {
+      inline_[size_] = r;
+    } else {
+      if (size_ == kInline) heap_.assign(inline_.begin(), inline_.end());
+      heap_.push_back(r);
+    }
+    ++size_;
+  }
+  void resize(std::size_t n) {
+    while (size_ > n) pop_back();
+    while (size_ < n) push_back(0);
+  }
+  void pop_back() {
+    if (size_ > kInline) {
+      heap_.pop_back();
+      if (size_ - 1 == kInline) {
+        std::copy(heap_.begin(), heap_.end(), inline_.begin());
+        heap_.clear();
+      }
+    }
+    --size_;
+  }
+  bool operator==(const RegList& o) const { return size_ == o.size_ && std::equal(begin(), end(), o.begin()); }
+
+ private:
+  std::uint32_t size_ = 0;
+  std::array<Reg, kInline> inline_{};
+  std::vector<Reg> heap_;  // all elements, when there are more than kInline
+};
+
 // One instruction. Operands are registers in `args`; the meaning of each slot is fixed per
 // opcode (see Opcode). `targets` is used by terminators only.
 struct Instr {
@@ -77,7 +141,7 @@ struct Instr {
   std::uint8_t subop = 0;        // BinaryOp / CompareOp
   bool may_gc = true;            // kInvoke / kCallStatic: false when written `.nogc`
   Reg dst = kNoReg;              // defined register, or kNoReg
-  std::vector<Reg> args;         // used registers
+  RegList args;                  // used registers
   std::vector<BlockId> targets;  // terminator successors, in order
   std::int64_t imm = 0;          // kConst value
   std::string type;              // kNew: type; kNewArray: element type; field ops: owner type

@@ -1,0 +1,59 @@
+// Helpers shared by the [ir] tests.
+#pragma once
+
+#include "objprof/ir/elim.h"
+#include "objprof/ir/text.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace objprof::ir::test {
+
+inline std::string data_path(const std::string& name) { return std::string(OBJPROF_TEST_DATA_DIR) + "/ir/" + name; }
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Work scale for the property tests in percent (OBJPROF_IR_TEST_SCALE, default 100): lower it
+// for slow builds (sanitizers, qemu), raise it for a soak run.
+inline int scaled(int n) {
+  static const int scale = [] {
+    const char* s = std::getenv("OBJPROF_IR_TEST_SCALE");
+    int v = s != nullptr ? std::atoi(s) : 100;
+    return v > 0 ? v : 100;
+  }();
+  int r = n * scale / 100;
+  return r > 0 ? r : 1;
+}
+
+inline Module parse_or_die(const std::string& text, const std::string& name) {
+  auto m = parse_module(text, name);
+  if (!m) throw std::runtime_error(m.error().message);
+  return std::move(m).value();
+}
+
+// The module printed with every function annotated by `pass` decisions.
+inline std::string annotated(const Module& m, const ElimOptions& options) {
+  Module types_only;
+  types_only.types = m.types;
+  std::string out = print_module(types_only);
+  for (const Function& f : m.functions) {
+    auto r = run_elim(f, options, &m);
+    if (!r) return "error: " + r.error().message;
+    const ElimResult& res = *r;
+    PrintOptions po;
+    po.annotate = [&res](const Function&, BlockId b, std::size_t i) { return annotate_instr(res, b, static_cast<std::uint32_t>(i)); };
+    out += "\n";
+    out += print_function(f, po);
+  }
+  return out;
+}
+
+}  // namespace objprof::ir::test

@@ -1,0 +1,124 @@
+// The JVM class importer on classes compiled in the test from small Java sources with javac
+// (skipped, with a message, when no JDK is installed), and on corrupt class files.
+#include <catch2/catch.hpp>
+
+#include "ir_test_util.h"
+#include "objprof/ir/analysis.h"
+#include "objprof/ir/checker.h"
+#include "objprof/ir/elim.h"
+#include "objprof/ir/jvm_import.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace objprof::ir {
+namespace {
+
+const char* const kJavaSource = R"(
+import java.util.*;
+public class Probe {
+  static class Node { Node next; int value; }
+  int total;
+  int sum(Node n) { int s = 0; while (n != null) { s += n.value; n = n.next; } return s; }
+  synchronized void add(int x) { total += x; total += x; }
+  int arrays(int[] a, Object[] o) { int s = a.length; for (int i = 0; i < a.length; i++) s += a[i]; if (o[0] == o[1]) s++; return s + o.length; }
+  String guarded(List<String> l) { try { return l.get(0).trim(); } catch (RuntimeException e) { return e.getMessage(); } finally { total++; } }
+  long wide(long a, double b) { long[] x = new long[3]; x[1] = a; return x[1] + (long) b; }
+  int sw(int k) { switch (k) { case 1: return 3; case 7: return 4; case 100: return 5; default: return 0; } }
+  Object lock(Object o) { synchronized (o) { return o.toString(); } }
+  int dups(int[] a, long[] b, int i) { a[i] += 2; b[i] += 3; return a[i]++; }
+}
+)";
+
+std::string compile_probe() {
+  namespace fs = std::filesystem;
+  if (std::system("javac -version > /dev/null 2>&1") != 0) return {};
+  static int counter = 0;
+  fs::path dir = fs::temp_directory_path() /
+                 fmt::format("objprof_ir_javac_{}_{}_{}", static_cast<long>(getpid()), ++counter,
+                             static_cast<long long>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "Probe.java") << kJavaSource;
+  std::string cmd = fmt::format("cd '{}' && javac -d . Probe.java > javac.log 2>&1", dir.string());
+  if (std::system(cmd.c_str()) != 0) return {};
+  return (dir / "Probe.class").string();
+}
+
+TEST_CASE("JVM import: javac-compiled methods import, verify, round-trip and pass the checker", "[ir]") {
+  std::string path = compile_probe();
+  if (path.empty()) {
+    WARN("skipping JVM import test: no working javac on PATH (install a JDK to run it)");
+    return;
+  }
+  auto imported = import_class(test::read_file(path));
+  REQUIRE(imported.ok());
+  CHECK(imported->skipped.empty());
+  const Module& m = imported->module;
+  REQUIRE(m.functions.size() >= 9);  // <init> and the eight methods
+  std::string printed = print_module(m);
+  auto back = parse_module(printed, "Probe");
+  REQUIRE(back.ok());
+  CHECK(*back == m);
+  std::size_t paper_removed = 0, global_removed = 0;
+  for (const Function& f : m.functions) {
+    INFO(print_function(f));
+    REQUIRE(verify_function(f, &m).ok());
+    FunctionAnalyses am(f);
+    REQUIRE(verify_ssa(f, am.cfg(), am.domtree(), am.ssa()).ok());
+    ElimOptions o;
+    o.pass = PassKind::kPaper;
+    auto paper = run_elim(f, o, &m);
+    o.pass = PassKind::kGlobal;
+    auto global = run_elim(f, o, &m);
+    REQUIRE((paper.ok() && global.ok()));
+    for (std::size_t k = 0; k < paper->accesses.size(); ++k) CHECK((paper->accesses[k].kept || !global->accesses[k].kept));
+    for (const ElimResult* r : {&*paper, &*global}) {
+      CheckReport report = check_function(f, *r, check_options_for(*r, static_cast<std::uint32_t>(test::scaled(200)), 3));
+      if (!report.ok()) FAIL(format_violation(f, *report.violation));
+    }
+    paper_removed += paper->num_removed();
+    global_removed += global->num_removed();
+    if (f.name == "Probe.add") CHECK(paper->num_removed() == 3);  // total += x; total += x
+  }
+  CHECK(global_removed > paper_removed);
+  std::error_code ec;
+  std::filesystem::remove_all(std::filesystem::path(path).parent_path(), ec);
+}
+
+TEST_CASE("JVM import: corrupt class files give errors, never crashes", "[ir]") {
+  CHECK(import_class("").error().code == ErrorCode::kCorrupt);
+  CHECK(import_class("not a class file at all").error().message == "class file: bad magic (not a .class file)");
+  std::string path = compile_probe();
+  if (path.empty()) {
+    WARN("skipping the truncation part: no working javac on PATH");
+    return;
+  }
+  std::string bytes = test::read_file(path);
+  for (std::size_t n = 0; n < bytes.size(); n += 7) {
+    auto r = import_class(std::string_view(bytes).substr(0, n));
+    if (r) {
+      for (const Function& f : r->module.functions) (void)verify_function(f, &r->module);
+    }
+  }
+  for (std::size_t i = 10; i < bytes.size(); i += 13) {
+    std::string bad = bytes;
+    bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+    auto r = import_class(bad);
+    if (!r) continue;
+    for (const Function& f : r->module.functions) {
+      if (!verify_function(f, &r->module).ok()) continue;
+      auto e = run_elim(f, ElimOptions{}, &r->module);
+      if (e) CHECK(check_function(f, *e, check_options_for(*e, 5, 1)).ok());
+    }
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(std::filesystem::path(path).parent_path(), ec);
+}
+
+}  // namespace
+}  // namespace objprof::ir
