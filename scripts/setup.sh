@@ -10,12 +10,12 @@ native_packages=(
   # Multi-Arch: same libraries are named with their architecture, or dpkg-query would also
   # answer for the arm64 copy.
   "libasmjit-dev:$native_arch" "libtbb-dev:$native_arch" "libboost-dev:$native_arch"
-  "libbenchmark-dev:$native_arch" "libfmt-dev:$native_arch"
+  "libbenchmark-dev:$native_arch" "libfmt-dev:$native_arch" "libzip-dev:$native_arch"
 )
 # Multiarch arm64 -dev packages: the arm64 cross build links against these.
 arm64_packages=(
   libasmjit-dev:arm64 libtbb-dev:arm64 libboost-dev:arm64 libbenchmark-dev:arm64
-  libfmt-dev:arm64 libstdc++-12-dev:arm64
+  libfmt-dev:arm64 libzip-dev:arm64 libstdc++-12-dev:arm64
 )
 
 missing=()

@@ -6,6 +6,7 @@
 #include "objprof/ir/analysis.h"
 #include "objprof/ir/checker.h"
 #include "objprof/ir/elim.h"
+#include "objprof/ir/class_archive.h"
 #include "objprof/ir/jvm_import.h"
 
 #include <fmt/format.h>
@@ -121,4 +122,66 @@ TEST_CASE("JVM import: corrupt class files give errors, never crashes", "[ir]") 
 }
 
 }  // namespace
+
+namespace {
+
+// Packs the compiled probe into a .jar and a .jmod with the JDK's own tools; empty when absent.
+std::pair<std::string, std::string> pack_probe(const std::string& class_file) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(class_file).parent_path();
+  std::string jar, jmod;
+  if (std::system(fmt::format("cd '{}' && jar cf probe.jar *.class > jar.log 2>&1", dir.string()).c_str()) == 0)
+    jar = (dir / "probe.jar").string();
+  if (std::system(fmt::format("cd '{}' && mkdir -p cls && cp *.class cls/ && jmod create --class-path cls probe.jmod > jmod.log 2>&1",
+                              dir.string()).c_str()) == 0)
+    jmod = (dir / "probe.jmod").string();
+  return {jar, jmod};
+}
+
+}  // namespace
+
+TEST_CASE("JVM import: .jar and .jmod archives yield the same class files", "[ir]") {
+  const std::string path = compile_probe();
+  if (path.empty()) {
+    WARN("skipping archive test: no working javac on PATH (install a JDK to run it)");
+    return;
+  }
+  const auto [jar, jmod] = pack_probe(path);
+  const std::string original = test::read_file(path);
+  for (const std::string& archive : {jar, jmod}) {
+    if (archive.empty()) {
+      WARN("skipping an archive kind: the JDK's jar/jmod tool failed");
+      continue;
+    }
+    CAPTURE(archive);
+    auto entries = read_class_archive(archive);
+    REQUIRE(entries.ok());
+    bool found = false;
+    for (const auto& e : *entries) {
+      CHECK(e.name.size() > 6);
+      if (e.name.ends_with("Probe.class")) {
+        found = true;
+        CHECK(e.bytes == original);
+        CHECK(import_class(e.bytes).ok());
+      }
+    }
+    CHECK(found);
+    CHECK(entries->size() >= 2);  // Probe and Probe$Node
+    // A truncated archive is an error that names it, not a crash.
+    const std::string cut = archive + ".cut";
+    {
+      const std::string bytes = test::read_file(archive);
+      std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+    }
+    auto broken = read_class_archive(cut);
+    REQUIRE_FALSE(broken.ok());
+    CHECK(broken.error().message.find(cut) != std::string::npos);
+  }
+  auto missing = read_class_archive("/nonexistent/x.jar");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().code == ErrorCode::kIo);
+  std::error_code ec;
+  std::filesystem::remove_all(std::filesystem::path(path).parent_path(), ec);
+}
+
 }  // namespace objprof::ir

@@ -3,6 +3,8 @@
 // check every function with the soundness checker (exit 1 on a violation, 2 on bad input).
 #include "command.h"
 
+#include <objprof/ir/class_archive.h>
+
 #include "objprof/ir/checker.h"
 #include "objprof/ir/elim.h"
 #include "objprof/ir/generate.h"
@@ -80,9 +82,22 @@ int run_elim_command(const ElimArgs& args) {
       return file.size() >= suffix.size() && file.compare(file.size() - suffix.size(), suffix.size(), suffix) == 0;
     };
     if (ends_with(".jar") || ends_with(".jmod")) {
-      errors.push_back(fmt::format("{}: archives are not read directly yet; extract them (jar xf / jmod extract) and pass "
-                                   "the .class files",
-                                   file));
+      auto entries = ir::read_class_archive(file);
+      if (!entries) {
+        errors.push_back(entries.error().message);
+        continue;
+      }
+      for (const ir::ArchiveEntry& entry : *entries) {
+        const std::string label = fmt::format("{}!{}", file, entry.name);
+        auto imported = ir::import_class(entry.bytes);
+        if (!imported) {
+          errors.push_back(fmt::format("{}: {}", label, imported.error().message));
+          continue;
+        }
+        for (const std::string& skipped : imported->skipped)
+          std::fprintf(stderr, "objprof elim: note: %s: skipped %s\n", label.c_str(), skipped.c_str());
+        inputs.emplace_back(label, std::move(imported->module));
+      }
       continue;
     }
     std::ifstream in(file, std::ios::binary);
@@ -199,7 +214,7 @@ int run_elim_command(const ElimArgs& args) {
 const RegisterCommand kRegisterElim([](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<ElimArgs>();
   CLI::App* sub = app.add_subcommand("elim", "Run redundant-barrier elimination over IR files (docs/elimination.md)");
-  sub->add_option("files", args->files, "IR text files (docs/ir-format.md) or JVM .class files");
+  sub->add_option("files", args->files, "IR text files (docs/ir-format.md), JVM .class files, or .jar/.jmod archives");
   sub->add_option("--pass", args->pass, "none | paper | global")->check(CLI::IsMember({"none", "paper", "global"}));
   sub->add_option("--safepoints", args->safepoints, "exact: a GC ends availability; paper: ignore GCs as the paper does")
       ->check(CLI::IsMember({"exact", "paper"}));
