@@ -12,4 +12,9 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64;-L;/usr/aarch64-linux-gnu;-cpu;max)
+# qemu's library prefix is "/", not /usr/aarch64-linux-gnu: the multiarch -dev packages pull in
+# libc6:arm64 (/lib/aarch64-linux-gnu/libc.so.6, bookworm-security's 2.36-9+deb12u*), while
+# /usr/aarch64-linux-gnu holds libc6-arm64-cross's loader (2.36-8cross1). With that prefix the
+# old loader meets the newer libc and every fork() or pthread_create() in a test never returns;
+# with "/" the loader and libc come from the same package.
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64;-L;/;-cpu;max)
