@@ -1,0 +1,513 @@
+// Spaces and collectors of the simulated heap. Why things are the way they are:
+// - The copying collector is Cheney's: roots are forwarded, then a scan pointer walks to-space.
+//   Large objects reached during the copy are marked and pushed on a stack, scanned in the
+//   same loop. After the copy the from-space is walked linearly (it is contiguous) and every
+//   object without a forwarding pointer is reported dead with on_free.
+// - The mark-sweep collector marks into a side bitmap, then sweeps the walkable space: dead
+//   objects become free cells, runs of free cells are coalesced and put on size-segregated
+//   free lists (16-byte classes up to 512 bytes, a size-ordered list above that); a free run
+//   that ends at the bump pointer gives its memory back to the bump region.
+#include "heap.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace objprof::sim {
+
+namespace {
+constexpr std::uint64_t kPage = 4096;
+constexpr std::uint64_t kMaxLength = 1ull << 32;
+std::uint64_t round_down(std::uint64_t v, std::uint64_t a) { return v & ~(a - 1); }
+std::uint64_t round_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) & ~(a - 1); }
+}  // namespace
+
+const char* gc_policy_name(GcPolicy p) { return p == GcPolicy::kSemiSpace ? "semispace" : "marksweep"; }
+
+std::string format_bytes(std::uint64_t bytes) {
+  if (bytes >= (1ull << 30)) return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1ull << 30));
+  if (bytes >= (1ull << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1ull << 20));
+  if (bytes >= (1ull << 10)) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / (1ull << 10));
+  return fmt::format("{} B", bytes);
+}
+
+Result<std::uint64_t> parse_size(const std::string& text) {
+  if (text.empty()) return make_error(ErrorCode::kInvalidArgument, "empty size");
+  std::uint64_t v = 0;
+  std::size_t i = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    if (v > (~0ull) / 10 - 10) return make_error(ErrorCode::kInvalidArgument, "size too large: " + text);
+    v = v * 10 + static_cast<std::uint64_t>(text[i] - '0');
+  }
+  if (i == 0) return make_error(ErrorCode::kInvalidArgument, "size must start with a number: '" + text + "'");
+  std::string unit = text.substr(i);
+  for (auto& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  unsigned shift = 0;
+  if (unit.empty() || unit == "B") shift = 0;
+  else if (unit == "K" || unit == "KB" || unit == "KIB") shift = 10;
+  else if (unit == "M" || unit == "MB" || unit == "MIB") shift = 20;
+  else if (unit == "G" || unit == "GB" || unit == "GIB") shift = 30;
+  else return make_error(ErrorCode::kInvalidArgument, "unknown size unit '" + unit + "' in '" + text + "' (use K, M or G)");
+  if (shift && v > (~0ull >> shift)) return make_error(ErrorCode::kInvalidArgument, "size too large: " + text);
+  return v << shift;
+}
+
+Heap::Heap(const HeapOptions& options, Profiler* profiler) : options_(options), profiler_(profiler) {
+  types_.push_back(SimType{0, "<free>", false, false, {}, {}});
+}
+
+Heap::~Heap() { std::free(memory_); }
+
+Result<std::unique_ptr<Heap>> Heap::create(const HeapOptions& options, Profiler* profiler) {
+  if (options.heap_bytes < 64 * 1024)
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("heap size {} is too small (at least 64 KiB)", format_bytes(options.heap_bytes)));
+  if (options.heap_bytes > (64ull << 30))
+    return make_error(ErrorCode::kInvalidArgument, "heap size above 64 GiB");
+  if (options.large_object_threshold < 64)
+    return make_error(ErrorCode::kInvalidArgument, "large-object threshold must be at least 64 bytes");
+  std::unique_ptr<Heap> h(new Heap(options, profiler));
+  OBJPROF_RETURN_IF_ERROR(h->init());
+  return h;
+}
+
+Status Heap::init() {
+  options_.heap_bytes = round_down(options_.heap_bytes, kPage);
+  memory_ = std::aligned_alloc(kPage, options_.heap_bytes);
+  if (!memory_) return make_error(ErrorCode::kIo, "cannot reserve a heap of " + format_bytes(options_.heap_bytes));
+  base_ = reinterpret_cast<Address>(memory_);
+  const std::uint64_t los = round_down(options_.heap_bytes / 4, kPage);
+  const std::uint64_t main = options_.heap_bytes - los;
+  los_begin_ = base_ + main;
+  los_end_ = base_ + options_.heap_bytes;
+  los_free_[los_begin_] = los;
+  if (options_.gc == GcPolicy::kSemiSpace) {
+    const std::uint64_t half = round_down(main / 2, kPage);
+    from_begin_ = base_;
+    from_end_ = base_ + half;
+    to_begin_ = from_end_;
+    to_end_ = to_begin_ + half;
+    bump_ = from_begin_;
+  } else {
+    ms_begin_ = ms_bump_ = base_;
+    ms_end_ = base_ + main;
+  }
+  marks_.assign(options_.heap_bytes / 8 / 64 + 1, 0);
+  if (profiler_) {
+    auto space = HeapSpace::make(base_, base_ + options_.heap_bytes, 8, "sim-heap");
+    if (!space.ok()) return space.error();
+    auto id = profiler_->add_space(*space);
+    if (!id.ok()) return id.error();
+  }
+  return {};
+}
+
+Result<std::uint32_t> Heap::add_type(SimType type) {
+  type.id = static_cast<std::uint32_t>(types_.size());
+  if (profiler_) {
+    TypeInfo ti;
+    ti.id = type.id;
+    ti.name = type.name;
+    ti.is_array = type.is_array;
+    ti.instance_size = kHeaderBytes + (type.is_array ? 0 : kSlotBytes * type.num_slots());
+    OBJPROF_RETURN_IF_ERROR(profiler_->define_type(ti));
+  }
+  types_.push_back(std::move(type));
+  return types_.back().id;
+}
+
+void Heap::attach_mutator(Mutator* m) {
+  std::unique_lock lk(mu_);
+  cv_.wait(lk, [&] { return !stop_requested_.load(); });
+  mutators_.push_back(m);
+  ++running_;
+}
+
+void Heap::detach_mutator(Mutator* m) {
+  std::unique_lock lk(mu_);
+  // A GC may be waiting for this thread: leaving counts as parking for good.
+  mutators_.erase(std::remove(mutators_.begin(), mutators_.end(), m), mutators_.end());
+  --running_;
+  cv_.notify_all();
+}
+
+void Heap::add_root_provider(RootProvider* p) {
+  std::lock_guard lk(mu_);
+  root_providers_.push_back(p);
+}
+
+void Heap::remove_root_provider(RootProvider* p) {
+  std::lock_guard lk(mu_);
+  root_providers_.erase(std::remove(root_providers_.begin(), root_providers_.end(), p), root_providers_.end());
+}
+
+void Heap::park_locked(std::unique_lock<std::mutex>& lk) {
+  --running_;
+  cv_.notify_all();
+  cv_.wait(lk, [&] { return !stop_requested_.load(); });
+  ++running_;
+}
+
+void Heap::park_slow(Mutator&) {
+  std::unique_lock lk(mu_);
+  if (stop_requested_.load()) park_locked(lk);
+}
+
+Status Heap::collect(Mutator&) {
+  std::unique_lock lk(mu_);
+  while (stop_requested_.load()) park_locked(lk);
+  return collect_locked(lk);
+}
+
+Status Heap::collect_locked(std::unique_lock<std::mutex>& lk) {
+  stop_requested_.store(true);
+  --running_;
+  cv_.wait(lk, [&] { return running_ == 0; });
+  Status st = do_collect();
+  stop_requested_.store(false);
+  ++running_;
+  cv_.notify_all();
+  return st;
+}
+
+std::string Heap::oom_message(std::uint64_t size, std::uint32_t type) const {
+  return fmt::format(
+      "out of memory: the {} heap of {} ({} bytes; {} for large objects) cannot fit a {}-byte {} even after "
+      "a full GC ({} live after the last GC); run with a larger --heap",
+      gc_policy_name(options_.gc), format_bytes(options_.heap_bytes), options_.heap_bytes,
+      format_bytes(los_end_ - los_begin_), size, type < types_.size() ? types_[type].name : "object",
+      format_bytes(stats_.live_bytes_after_last_gc));
+}
+
+Result<Address> Heap::allocate(Mutator& m, std::uint32_t site, std::uint32_t type, std::uint64_t length) {
+  if (type == kFreeCellType || type >= types_.size())
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("allocation of unknown type id {}", type));
+  const SimType& t = types_[type];
+  if (t.is_array && length > kMaxLength)
+    return make_error(ErrorCode::kOutOfRange, fmt::format("array length {} of {} is too large", length, t.name));
+  const std::uint64_t slots = t.is_array ? length : t.num_slots();
+  const std::uint64_t size = kHeaderBytes + kSlotBytes * slots;
+  std::unique_lock lk(mu_);
+  bool collected = false;
+  for (;;) {
+    while (stop_requested_.load()) park_locked(lk);
+    const Address a = try_allocate_locked(size);
+    if (a != 0) {
+      std::memset(reinterpret_cast<void*>(a), 0, size);
+      ObjHeader& h = header(a);
+      h.type = type;
+      h.flags = 0;
+      h.word = t.is_array ? length : 0;
+      ++stats_.objects_allocated;
+      stats_.bytes_allocated += size;
+      if (profiler_ && m.thread) profiler_->on_alloc(*m.thread, site, type, a, size);
+      return a;
+    }
+    if (collected) return make_error(ErrorCode::kOutOfRange, oom_message(size, type));
+    OBJPROF_RETURN_IF_ERROR(collect_locked(lk));
+    collected = true;
+  }
+}
+
+Address Heap::try_allocate_locked(std::uint64_t size) {
+  if (size >= options_.large_object_threshold) {
+    const Address a = los_allocate(round_up(size, kPage));
+    if (a) {
+      los_objects_.push_back(a);
+      los_live_bytes_ += round_up(size, kPage);
+      ++stats_.large_objects_allocated;
+    }
+    return a;
+  }
+  if (options_.gc == GcPolicy::kSemiSpace) {
+    if (from_end_ - bump_ < size) return 0;
+    const Address a = bump_;
+    bump_ += size;
+    return a;
+  }
+  const std::uint64_t cell = cell_size(size);
+  if (cell / 16 < kSmallClasses && !small_free_[cell / 16].empty()) {
+    const Address a = small_free_[cell / 16].back();
+    small_free_[cell / 16].pop_back();
+    return a;
+  }
+  // Bump region first (cheap, keeps the free lists for reuse after sweeps), then first fit
+  // among the large free spans, splitting the rest off.
+  if (ms_end_ - ms_bump_ >= cell) {
+    const Address a = ms_bump_;
+    ms_bump_ += cell;
+    return a;
+  }
+  auto it = large_free_.lower_bound(cell);
+  if (it == large_free_.end()) {
+    // Split a small free span of a larger class, if any.
+    for (std::uint64_t c = cell / 16 + 1; c < kSmallClasses; ++c) {
+      if (small_free_[c].empty()) continue;
+      const Address a = small_free_[c].back();
+      small_free_[c].pop_back();
+      const std::uint64_t rest = c * 16 - cell;
+      if (rest) {
+        header(a + cell) = ObjHeader{kFreeCellType, 0, rest};
+        small_free_[rest / 16].push_back(a + cell);
+      }
+      return a;
+    }
+    return 0;
+  }
+  const std::uint64_t span = it->first;
+  const Address a = it->second;
+  large_free_.erase(it);
+  const std::uint64_t rest = span - cell;
+  if (rest) {
+    header(a + cell) = ObjHeader{kFreeCellType, 0, rest};
+    if (rest / 16 < kSmallClasses) small_free_[rest / 16].push_back(a + cell);
+    else large_free_.emplace(rest, a + cell);
+  }
+  return a;
+}
+
+Address Heap::los_allocate(std::uint64_t size) {
+  for (auto it = los_free_.begin(); it != los_free_.end(); ++it) {
+    if (it->second < size) continue;
+    const Address a = it->first;
+    const std::uint64_t rest = it->second - size;
+    los_free_.erase(it);
+    if (rest) los_free_[a + size] = rest;
+    return a;
+  }
+  return 0;
+}
+
+void Heap::los_free(Address a, std::uint64_t size) {
+  auto [it, inserted] = los_free_.emplace(a, size);
+  (void)inserted;
+  auto next = std::next(it);
+  if (next != los_free_.end() && it->first + it->second == next->first) {
+    it->second += next->second;
+    los_free_.erase(next);
+  }
+  if (it != los_free_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second == it->first) {
+      prev->second += it->second;
+      los_free_.erase(it);
+    }
+  }
+}
+
+bool Heap::test_and_mark(Address a) {
+  const std::uint64_t g = (a - base_) >> 3;
+  std::uint64_t& w = marks_[g >> 6];
+  const std::uint64_t bit = 1ull << (g & 63);
+  if (w & bit) return false;
+  w |= bit;
+  return true;
+}
+
+bool Heap::is_marked(Address a) const {
+  const std::uint64_t g = (a - base_) >> 3;
+  return (marks_[g >> 6] >> (g & 63)) & 1;
+}
+
+void Heap::visit_all_roots(const RootFn& fn) {
+  for (Mutator* m : mutators_)
+    if (m->roots) m->roots->visit_roots(fn);
+  for (RootProvider* p : root_providers_) p->visit_roots(fn);
+  for (auto& h : handles_) fn(h);
+}
+
+Status Heap::do_collect() {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (profiler_)
+    OBJPROF_RETURN_IF_ERROR(profiler_->gc_begin(options_.gc == GcPolicy::kSemiSpace ? GcKind::kCopying : GcKind::kFull));
+  GcInfo info;
+  info.policy = options_.gc;
+  std::fill(marks_.begin(), marks_.end(), 0);
+  if (options_.gc == GcPolicy::kSemiSpace) collect_semispace(info);
+  else collect_marksweep(info);
+  sweep_los(info);
+  Status st;
+  if (profiler_) st = profiler_->gc_end();
+  info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  info.index = ++stats_.gcs;
+  stats_.gc_seconds += info.seconds;
+  stats_.objects_freed += info.freed_objects;
+  stats_.bytes_freed += info.freed_bytes;
+  stats_.objects_moved += info.moved_objects;
+  stats_.live_bytes_after_last_gc = info.live_bytes_after;
+  if (on_gc) on_gc(info);
+  return st;
+}
+
+void Heap::collect_semispace(GcInfo& info) {
+  Address free = to_begin_;
+  auto forward = [&](std::uint64_t& slot) {
+    const Address obj = slot;
+    if (obj == 0) return;
+    if (in_los(obj)) {
+      if (test_and_mark(obj)) mark_stack_.push_back(obj);
+      return;
+    }
+    ObjHeader& h = header(obj);
+    if (h.flags & kForwarded) {
+      slot = h.word;
+      return;
+    }
+    const std::uint64_t size = object_size(obj);
+    const Address to = free;
+    free += size;
+    std::memcpy(reinterpret_cast<void*>(to), reinterpret_cast<const void*>(obj), size);
+    h.flags |= kForwarded;
+    h.word = to;
+    if (profiler_) profiler_->on_move(obj, to);
+    ++info.moved_objects;
+    slot = to;
+  };
+  auto scan_object = [&](Address obj) {
+    const SimType& t = type_of(obj);
+    const std::uint64_t n = slot_count(obj);
+    std::uint64_t* s = slots(obj);
+    if (t.is_array) {
+      if (t.elem_is_ref)
+        for (std::uint64_t i = 0; i < n; ++i) forward(s[i]);
+    } else {
+      for (std::uint64_t i = 0; i < n; ++i)
+        if (t.slot_is_ref[i]) forward(s[i]);
+    }
+  };
+  visit_all_roots(forward);
+  Address scan = to_begin_;
+  while (scan < free || !mark_stack_.empty()) {
+    while (scan < free) {
+      scan_object(scan);
+      scan += object_size(scan);
+    }
+    while (!mark_stack_.empty()) {
+      const Address obj = mark_stack_.back();
+      mark_stack_.pop_back();
+      scan_object(obj);
+    }
+  }
+  // Deaths: walk the evacuated from-space.
+  for (Address a = from_begin_; a < bump_;) {
+    const ObjHeader& h = header(a);
+    if (h.flags & kForwarded) {
+      a += object_size(h.word);
+    } else {
+      const std::uint64_t size = object_size(a);
+      if (profiler_) profiler_->on_free(a);
+      ++info.freed_objects;
+      info.freed_bytes += size;
+      a += size;
+    }
+  }
+  std::swap(from_begin_, to_begin_);
+  std::swap(from_end_, to_end_);
+  bump_ = free;
+  info.live_bytes_after = bump_ - from_begin_;
+}
+
+void Heap::collect_marksweep(GcInfo& info) {
+  auto mark = [&](std::uint64_t& slot) {
+    if (slot != 0 && test_and_mark(slot)) mark_stack_.push_back(slot);
+  };
+  visit_all_roots(mark);
+  while (!mark_stack_.empty()) {
+    const Address obj = mark_stack_.back();
+    mark_stack_.pop_back();
+    const SimType& t = type_of(obj);
+    const std::uint64_t n = slot_count(obj);
+    std::uint64_t* s = slots(obj);
+    if (t.is_array) {
+      if (t.elem_is_ref)
+        for (std::uint64_t i = 0; i < n; ++i) mark(s[i]);
+    } else {
+      for (std::uint64_t i = 0; i < n; ++i)
+        if (t.slot_is_ref[i]) mark(s[i]);
+    }
+  }
+  for (auto& l : small_free_) l.clear();
+  large_free_.clear();
+  Address run = 0;  // start of the current run of free cells, or 0
+  auto close_run = [&](Address end) {
+    if (run == 0) return;
+    const std::uint64_t bytes = end - run;
+    header(run) = ObjHeader{kFreeCellType, 0, bytes};
+    if (bytes / 16 < kSmallClasses) small_free_[bytes / 16].push_back(run);
+    else large_free_.emplace(bytes, run);
+    run = 0;
+  };
+  std::uint64_t live = 0;
+  for (Address a = ms_begin_; a < ms_bump_;) {
+    ObjHeader& h = header(a);
+    std::uint64_t cell;
+    if (h.type == kFreeCellType) {
+      cell = h.word;
+      if (run == 0) run = a;
+    } else {
+      const std::uint64_t size = object_size(a);
+      cell = cell_size(size);
+      if (is_marked(a)) {
+        close_run(a);
+        live += cell;
+      } else {
+        if (profiler_) profiler_->on_free(a);
+        ++info.freed_objects;
+        info.freed_bytes += size;
+        h.type = kFreeCellType;
+        h.word = cell;
+        if (run == 0) run = a;
+      }
+    }
+    a += cell;
+  }
+  if (run != 0) {
+    ms_bump_ = run;  // the trailing free run goes back to the bump region
+    run = 0;
+  }
+  info.live_bytes_after = live;
+}
+
+void Heap::sweep_los(GcInfo& info) {
+  std::size_t out = 0;
+  for (Address a : los_objects_) {
+    if (is_marked(a)) {
+      los_objects_[out++] = a;
+      continue;
+    }
+    const std::uint64_t size = object_size(a);
+    if (profiler_) profiler_->on_free(a);
+    ++info.freed_objects;
+    info.freed_bytes += size;
+    los_live_bytes_ -= round_up(size, kPage);
+    los_free(a, round_up(size, kPage));
+  }
+  los_objects_.resize(out);
+  info.live_bytes_after += los_live_bytes_;
+}
+
+void Heap::for_each_object(const std::function<void(Address)>& fn) const {
+  if (options_.gc == GcPolicy::kSemiSpace) {
+    for (Address a = from_begin_; a < bump_; a += object_size(a)) fn(a);
+  } else {
+    for (Address a = ms_begin_; a < ms_bump_;) {
+      const ObjHeader& h = header(a);
+      if (h.type == kFreeCellType) {
+        a += h.word;
+      } else {
+        fn(a);
+        a += cell_size(object_size(a));
+      }
+    }
+  }
+  for (Address a : los_objects_) fn(a);
+}
+
+HeapStats Heap::stats() const {
+  std::lock_guard lk(mu_);
+  return stats_;
+}
+
+}  // namespace objprof::sim

@@ -1,0 +1,230 @@
+// The simulated runtime's heap: object model, spaces and collectors (docs/sim.md).
+//
+// sim/ is objprof's first embedder and uses only the public API (include/objprof), exactly as a
+// third-party runtime would.
+//
+// Object model: every object starts on an 8-byte boundary with a 16-byte header
+//   word 0: u32 type id (0 = a free cell of the mark-sweep space), u32 flags (kForwarded)
+//   word 1: array length (arrays), unused (0) for class instances, or the forwarding address
+//           while a copying GC runs (flags & kForwarded)
+// followed by 8-byte slots: one per field of a class instance, one per element of an array.
+// Which slots hold references comes from the SimType (IR type declarations).
+//
+// Layout: one contiguous reservation of `heap_bytes`, registered with the profiler as ONE
+// HeapSpace "sim-heap" (so one barrier descriptor covers every object):
+//   semispace: [ from-space | to-space | large-object space ]
+//   marksweep: [ mark-sweep space      | large-object space ]
+// The large-object space (LOS, a quarter of the heap) holds objects of at least
+// `large_object_threshold` bytes (ART: 3 pages), page-granular, never moved.
+//
+// Deaths: both collectors report every dead object with Profiler::on_free (the copying
+// collector walks the evacuated from-space after the copy), so the profiler's tracker is exact.
+//
+// Threads: mutators attach (attach_mutator) with their root provider and ThreadState; the heap
+// runs a stop-the-world handshake: a GC starts only when every attached mutator is parked at a
+// safepoint (allocate, safepoint, collect). Everything else in this class is called by a mutator
+// holding no lock; the heap serialises allocation with one mutex (a simulator, not a fast VM).
+#pragma once
+
+#include <objprof/profiler.h>
+#include <objprof/result.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace objprof::sim {
+
+inline constexpr std::uint64_t kHeaderBytes = 16;
+inline constexpr std::uint64_t kSlotBytes = 8;
+inline constexpr std::uint32_t kFreeCellType = 0;
+inline constexpr std::uint32_t kForwarded = 1;
+
+struct ObjHeader {
+  std::uint32_t type;
+  std::uint32_t flags;
+  std::uint64_t word;
+};
+static_assert(sizeof(ObjHeader) == kHeaderBytes);
+
+struct SimType {
+  std::uint32_t id = 0;
+  std::string name;
+  bool is_array = false;
+  bool elem_is_ref = false;              // arrays
+  std::vector<std::string> field_names;  // class instances: one slot per field
+  std::vector<std::uint8_t> slot_is_ref;
+  std::uint32_t num_slots() const { return static_cast<std::uint32_t>(slot_is_ref.size()); }
+};
+
+enum class GcPolicy : std::uint8_t { kSemiSpace, kMarkSweep };
+const char* gc_policy_name(GcPolicy p);
+
+struct HeapOptions {
+  std::uint64_t heap_bytes = 8ull << 20;
+  GcPolicy gc = GcPolicy::kSemiSpace;
+  std::uint64_t large_object_threshold = 3 * 4096;
+};
+
+struct GcInfo {
+  std::uint64_t index = 0;  // 1-based
+  GcPolicy policy = GcPolicy::kSemiSpace;
+  std::uint64_t live_bytes_after = 0;
+  std::uint64_t freed_objects = 0, moved_objects = 0, freed_bytes = 0;
+  double seconds = 0;
+};
+
+struct HeapStats {
+  std::uint64_t gcs = 0;
+  std::uint64_t objects_allocated = 0, bytes_allocated = 0;
+  std::uint64_t objects_freed = 0, bytes_freed = 0, objects_moved = 0;
+  std::uint64_t large_objects_allocated = 0;
+  std::uint64_t live_bytes_after_last_gc = 0;
+  double gc_seconds = 0;
+};
+
+// Visits a root slot; the collector may overwrite it (the object moved).
+using RootFn = std::function<void(std::uint64_t& slot)>;
+
+class RootProvider {
+ public:
+  virtual ~RootProvider() = default;
+  virtual void visit_roots(const RootFn& fn) = 0;
+};
+
+// One attached mutator thread.
+struct Mutator {
+  RootProvider* roots = nullptr;
+  ThreadState* thread = nullptr;  // null when the heap runs without a profiler
+};
+
+// Parks the calling mutator while a stop-the-world GC is requested (and does nothing else).
+class Heap {
+ public:
+  static Result<std::unique_ptr<Heap>> create(const HeapOptions& options, Profiler* profiler);
+  ~Heap();
+  Heap(const Heap&) = delete;
+  Heap& operator=(const Heap&) = delete;
+
+  // Types: ids from 1, also defined with the profiler. Call before mutators start.
+  Result<std::uint32_t> add_type(SimType type);
+  const SimType& type(std::uint32_t id) const { return types_[id]; }
+  std::size_t type_count() const { return types_.size(); }
+
+  // Mutators.
+  void attach_mutator(Mutator* m);
+  void detach_mutator(Mutator* m);
+  // Extra roots (statics, handle tables); called under the world stop.
+  void add_root_provider(RootProvider* p);
+  void remove_root_provider(RootProvider* p);
+  // Global handles: slots the embedder reads and writes between safepoints.
+  std::vector<std::uint64_t>& handles() { return handles_; }
+
+  // Allocates a zeroed object (length = array length; ignored for class instances). May GC.
+  // Errors: out of memory (names the heap size), bad type, absurd length.
+  Result<Address> allocate(Mutator& m, std::uint32_t site, std::uint32_t type, std::uint64_t length = 0);
+  // A GC point: parks while another thread collects.
+  void safepoint(Mutator& m) {
+    if (stop_requested_.load(std::memory_order_acquire)) park_slow(m);
+  }
+  // Forces a collection (stop the world).
+  Status collect(Mutator& m);
+
+  // Object access. Slots are atomics (release stores, acquire loads): mutators may share
+  // objects, and a reference published through a slot publishes the object's header with it.
+  // (Plain moves on x86_64; ldar/stlr on arm64.)
+  static ObjHeader& header(Address obj) { return *reinterpret_cast<ObjHeader*>(obj); }
+  static std::uint64_t* slots(Address obj) { return reinterpret_cast<std::uint64_t*>(obj + kHeaderBytes); }
+  static std::uint64_t load(Address obj, std::uint64_t i) {
+    return std::atomic_ref<std::uint64_t>(slots(obj)[i]).load(std::memory_order_acquire);
+  }
+  static void store(Address obj, std::uint64_t i, std::uint64_t v) {
+    std::atomic_ref<std::uint64_t>(slots(obj)[i]).store(v, std::memory_order_release);
+  }
+  const SimType& type_of(Address obj) const { return types_[header(obj).type]; }
+  std::uint64_t slot_count(Address obj) const {
+    const SimType& t = type_of(obj);
+    return t.is_array ? header(obj).word : t.num_slots();
+  }
+  bool slot_is_ref(Address obj, std::uint64_t i) const {
+    const SimType& t = type_of(obj);
+    return t.is_array ? t.elem_is_ref : t.slot_is_ref[i] != 0;
+  }
+  std::uint64_t object_size(Address obj) const { return kHeaderBytes + kSlotBytes * slot_count(obj); }
+  bool contains(Address a) const { return a - base_ < options_.heap_bytes; }
+
+  // Every object currently in the heap (live or not yet collected); world must be stopped or
+  // single-threaded.
+  void for_each_object(const std::function<void(Address)>& fn) const;
+
+  const HeapOptions& options() const { return options_; }
+  Address base() const { return base_; }
+  HeapStats stats() const;
+  // Called on the collector thread after every GC (progress output).
+  std::function<void(const GcInfo&)> on_gc;
+
+ private:
+  Heap(const HeapOptions& options, Profiler* profiler);
+  Status init();
+  Address try_allocate_locked(std::uint64_t size);
+  Address los_allocate(std::uint64_t size);
+  void los_free(Address a, std::uint64_t size);
+  Status collect_locked(std::unique_lock<std::mutex>& lk);
+  void park_locked(std::unique_lock<std::mutex>& lk);
+  void park_slow(Mutator& m);
+  Status do_collect();
+  void visit_all_roots(const RootFn& fn);
+  void collect_semispace(GcInfo& info);
+  void collect_marksweep(GcInfo& info);
+  void sweep_los(GcInfo& info);
+  bool test_and_mark(Address a);
+  bool is_marked(Address a) const;
+  std::uint64_t cell_size(std::uint64_t size) const { return (size + 15) & ~std::uint64_t{15}; }
+  bool in_los(Address a) const { return a - los_begin_ < los_end_ - los_begin_; }
+  std::string oom_message(std::uint64_t size, std::uint32_t type) const;
+
+  HeapOptions options_;
+  Profiler* profiler_;
+  std::vector<SimType> types_;
+  void* memory_ = nullptr;
+  Address base_ = 0;
+  // Semispace.
+  Address from_begin_ = 0, from_end_ = 0, to_begin_ = 0, to_end_ = 0, bump_ = 0;
+  // Mark-sweep: [ms_begin_, ms_bump_) is walkable; free cells carry kFreeCellType.
+  Address ms_begin_ = 0, ms_end_ = 0, ms_bump_ = 0;
+  static constexpr std::uint64_t kSmallClasses = 33;  // 16-byte classes up to 512 bytes
+  std::vector<Address> small_free_[kSmallClasses];
+  std::multimap<std::uint64_t, Address> large_free_;  // spans > 512 bytes, by size
+  // LOS: page-granular first fit over free spans (addr -> bytes), live objects listed.
+  Address los_begin_ = 0, los_end_ = 0;
+  std::map<Address, std::uint64_t> los_free_;
+  std::vector<Address> los_objects_;
+  std::uint64_t los_live_bytes_ = 0;
+  // Mark bitmap over the whole heap, one bit per 8-byte granule.
+  std::vector<std::uint64_t> marks_;
+  std::vector<Address> mark_stack_;
+
+  std::vector<std::uint64_t> handles_;
+  std::vector<RootProvider*> root_providers_;
+  std::vector<Mutator*> mutators_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::atomic<bool> stop_requested_{false};
+  std::uint64_t running_ = 0;  // attached mutators not parked
+  HeapStats stats_;
+};
+
+// "8.0 MiB"
+std::string format_bytes(std::uint64_t bytes);
+// Parses "64M", "512K", "1G", "12345".
+Result<std::uint64_t> parse_size(const std::string& text);
+
+}  // namespace objprof::sim

@@ -1,0 +1,309 @@
+// The interpreter and the workloads end to end: listleak and swapleak report exactly their
+// leaking allocation site with both collectors and every pass / barrier variant; every workload
+// runs (their sys.check assertions hold across GCs); the threads workload runs on several
+// mutators with the stop-the-world handshake; errors are values.
+#include "sim/heap.h"
+#include "sim/interp.h"
+#include "sim/workloads.h"
+
+#include "../test_env.h"
+
+#include <objprof/ir/text.h>
+#include <objprof/objprof.h>
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+namespace objprof::sim {
+namespace {
+
+struct Leak {
+  std::string method;
+  std::string type;
+  std::uint32_t bci;
+  std::uint64_t size;
+};
+
+struct Outcome {
+  Result<std::int64_t> result = std::int64_t{0};
+  std::vector<Leak> leaks;
+  HeapStats heap;
+  ProfilerStats prof;
+  InterpStats interp;
+};
+
+struct Config {
+  GcPolicy gc = GcPolicy::kSemiSpace;
+  ir::PassKind pass = ir::PassKind::kGlobal;
+  BarrierConfig barrier{};
+  std::uint64_t size = 0;
+  std::uint64_t heap = 1 << 20;
+  std::uint32_t threads = 1;
+};
+
+Outcome run_module(const ir::Module& module, const Config& c) {
+  ProfilerOptions po;
+  po.default_leak_printer = false;
+  po.on_leak = {};
+  auto prof = Profiler::create(std::move(po));
+  REQUIRE(prof.ok());
+  HeapOptions ho;
+  ho.gc = c.gc;
+  ho.heap_bytes = c.heap;
+  auto heap = Heap::create(ho, prof->get());
+  REQUIRE(heap.ok());
+  InterpOptions io;
+  io.pass = c.pass;
+  io.barrier = c.barrier;
+  io.size = c.size;
+  io.threads = c.threads;
+  auto interp = Interpreter::create(module, **heap, prof->get(), io);
+  REQUIRE(interp.ok());
+  Outcome out;
+  out.result = (*interp)->run("main");
+  for (const LeakReport& l : (*prof)->possible_leaks())
+    out.leaks.push_back({std::string(l.method), std::string(l.type_name), l.bytecode_offset, l.size});
+  out.heap = (*heap)->stats();
+  out.prof = (*prof)->stats();
+  out.interp = (*interp)->stats();
+  return out;
+}
+
+Outcome run_workload(const std::string& name, const Config& c) {
+  auto wl = load_workload(name);
+  INFO(name);
+  REQUIRE(wl.ok());
+  return run_module(wl->module, c);
+}
+
+// Linear index (bci) of the n-th allocation in function `fn`.
+std::uint32_t alloc_bci(const std::string& workload, const std::string& fn, int nth) {
+  auto wl = load_workload(workload);
+  REQUIRE(wl.ok());
+  for (const ir::Function& f : wl->module.functions) {
+    if (f.name != fn) continue;
+    std::uint32_t linear = 0;
+    for (const ir::Block& b : f.blocks)
+      for (const ir::Instr& in : b.instrs) {
+        if ((in.op == ir::Opcode::kNew || in.op == ir::Opcode::kNewArray) && nth-- == 0) return linear;
+        ++linear;
+      }
+  }
+  FAIL("no such allocation");
+  return 0;
+}
+
+void require_only_site(const Outcome& o, const std::string& method, std::uint32_t bci) {
+  REQUIRE(o.result.ok());
+  REQUIRE_FALSE(o.leaks.empty());
+  for (const Leak& l : o.leaks) {
+    CHECK(l.method == method);
+    CHECK(l.bci == bci);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("listleak reports the first node's allocation site and nothing else, both collectors", "[sim]") {
+  const std::uint32_t bci = alloc_bci("listleak", "main", 1);  // after the list's newarray
+  for (GcPolicy gc : {GcPolicy::kSemiSpace, GcPolicy::kMarkSweep}) {
+    Config c;
+    c.gc = gc;
+    c.size = test::scaled(600, 2);
+    const Outcome o = run_workload("listleak", c);
+    INFO(gc_policy_name(gc));
+    require_only_site(o, "main", bci);
+    CHECK(o.leaks.size() == 1);
+    CHECK(o.leaks[0].type == "ListLeak");
+    CHECK(o.heap.gcs >= 5);
+  }
+}
+
+TEST_CASE("swapleak reports the swapped-out buffer's site and nothing else, both collectors", "[sim]") {
+  for (GcPolicy gc : {GcPolicy::kSemiSpace, GcPolicy::kMarkSweep}) {
+    Config c;
+    c.gc = gc;
+    c.size = 2000;
+    const Outcome o = run_workload("swapleak", c);
+    INFO(gc_policy_name(gc));
+    require_only_site(o, "SwapLeak.primary", 0);
+    CHECK(o.leaks.size() == 1);
+    CHECK(o.leaks[0].type == "int[]");
+  }
+}
+
+TEST_CASE("the leak report is the same with every pass and barrier variant", "[sim]") {
+  const std::uint32_t bci = alloc_bci("listleak", "main", 1);
+  const BarrierConfig variants[] = {{true, MarkMode::kRacy, true},
+                                    {true, MarkMode::kAtomic, true},
+                                    {false, MarkMode::kRacy, true},
+                                    {false, MarkMode::kAtomic, false}};
+  std::uint64_t none_barriers = 0;
+  for (ir::PassKind pass : {ir::PassKind::kNone, ir::PassKind::kPaper, ir::PassKind::kGlobal}) {
+    for (const BarrierConfig& b : variants) {
+      Config c;
+      c.pass = pass;
+      c.barrier = b;
+      c.size = test::scaled(300, 2);
+      c.heap = 512 * 1024;
+      const Outcome o = run_workload("listleak", c);
+      INFO("pass " << ir::pass_name(pass) << " cache " << b.cache);
+      require_only_site(o, "main", bci);
+      if (b.count) {
+        CHECK(o.prof.barriers_executed == o.interp.barriers_executed);
+        if (!b.cache) CHECK(o.prof.barrier_cache_hits == 0);
+      }
+      if (pass == ir::PassKind::kNone) {
+        CHECK(o.interp.barriers_elided == 0);
+        none_barriers = o.interp.barriers_executed;
+      } else {
+        CHECK(o.interp.barriers_executed + o.interp.barriers_elided == none_barriers);
+      }
+    }
+  }
+}
+
+TEST_CASE("every workload runs with both collectors and its checks hold", "[sim]") {
+  struct W {
+    const char* name;
+    std::uint64_t size;
+    std::uint64_t heap;
+  };
+  const W ws[] = {{"points", 200, 256 << 10}, {"scimark", 32, 64 << 10}, {"graph", 200, 128 << 10},
+                  {"threads", 200, 128 << 10}, {"swapleak", 500, 512 << 10}};
+  for (const W& w : ws)
+    for (GcPolicy gc : {GcPolicy::kSemiSpace, GcPolicy::kMarkSweep}) {
+      Config c;
+      c.gc = gc;
+      c.size = w.size;
+      c.heap = w.heap;
+      const Outcome o = run_workload(w.name, c);
+      INFO(w.name << " " << gc_policy_name(gc));
+      if (!o.result.ok()) FAIL(o.result.error().message);
+      CHECK(o.heap.gcs >= 1);
+      CHECK(o.prof.objects_allocated == o.heap.objects_allocated);
+    }
+}
+
+TEST_CASE("threads workload: several mutators, stop-the-world GCs, both collectors", "[sim]") {
+  for (GcPolicy gc : {GcPolicy::kSemiSpace, GcPolicy::kMarkSweep}) {
+    Config c;
+    c.gc = gc;
+    c.threads = test::emulated() ? 2 : 4;
+    c.size = test::scaled(300, 6);
+    c.heap = 512 << 10;
+    c.barrier = {true, MarkMode::kAtomic, true};
+    const Outcome o = run_workload("threads", c);
+    INFO(gc_policy_name(gc));
+    if (!o.result.ok()) FAIL(o.result.error().message);
+    CHECK(*o.result == 20);
+    CHECK(o.heap.gcs >= 1);
+  }
+}
+
+TEST_CASE("interpreter: registers, statics and fields survive forced GCs", "[sim]") {
+  auto m = ir::parse_module(R"(
+type Pair { left: ref, right: ref, n: int }
+func build(v0) regs 6 {
+entry:
+  v1 = const 0
+  v2 = cmp.eq v0, v1
+  br v2, leaf, inner
+leaf:
+  v3 = new Pair
+  v4 = const 1
+  putfield v3, Pair.n, v4
+  ret v3
+inner:
+  v4 = const 1
+  v5 = sub v0, v4
+  v1 = call build(v5)
+  call sys.gc()
+  v2 = call build(v5)
+  v3 = new Pair
+  putfield v3, Pair.left, v1
+  putfield v3, Pair.right, v2
+  v4 = getfield v1, Pair.n
+  v5 = getfield v2, Pair.n
+  v4 = add v4, v5
+  putfield v3, Pair.n, v4
+  ret v3
+}
+func main(v0) regs 8 {
+entry:
+  v1 = const 7
+  v2 = call build(v1)
+  v3 = const 3
+  call.nogc sys.static_set(v3, v2)
+  v2 = null
+  call sys.gc()
+  v2 = call.nogc sys.static_get(v3)
+  v4 = getfield v2, Pair.n
+  v5 = const 128
+  v6 = cmp.eq v4, v5
+  call.nogc sys.check(v6)
+  v7 = getfield v2, Pair.left
+  v4 = getfield v7, Pair.n
+  v5 = const 64
+  v6 = cmp.eq v4, v5
+  call.nogc sys.check(v6)
+  ret v4
+}
+)");
+  REQUIRE(m.ok());
+  for (GcPolicy gc : {GcPolicy::kSemiSpace, GcPolicy::kMarkSweep}) {
+    Config c;
+    c.gc = gc;
+    const Outcome o = run_module(*m, c);
+    if (!o.result.ok()) FAIL(o.result.error().message);
+    CHECK(*o.result == 64);
+    CHECK(o.heap.gcs >= 100);
+  }
+}
+
+TEST_CASE("interpreter errors are values: null, bounds, OOM, unknown workload", "[sim]") {
+  auto m = ir::parse_module(R"(
+type T { f: int }
+func main(v0) regs 4 {
+entry:
+  v1 = null
+  v2 = getfield v1, T.f
+  ret v2
+}
+)");
+  REQUIRE(m.ok());
+  Outcome o = run_module(*m, Config{});
+  REQUIRE_FALSE(o.result.ok());
+  CHECK(o.result.error().message.find("null reference") != std::string::npos);
+
+  auto m2 = ir::parse_module(R"(
+func main(v0) regs 4 {
+entry:
+  v1 = newarray int, v0
+  v2 = aget v1, v0
+  ret v2
+}
+)");
+  REQUIRE(m2.ok());
+  Config c;
+  c.size = 5;
+  o = run_module(*m2, c);
+  REQUIRE_FALSE(o.result.ok());
+  CHECK(o.result.error().message.find("out of bounds") != std::string::npos);
+
+  Config small;
+  small.size = 2000;
+  small.heap = 128 << 10;
+  o = run_workload("listleak", small);
+  REQUIRE_FALSE(o.result.ok());
+  CHECK(o.result.error().message.find("out of memory") != std::string::npos);
+  CHECK(o.result.error().message.find("128.0 KiB") != std::string::npos);
+
+  auto missing = load_workload("no-such-workload");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().message.find("listleak") != std::string::npos);
+}
+
+}  // namespace objprof::sim

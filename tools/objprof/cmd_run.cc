@@ -1,0 +1,166 @@
+// `objprof run WORKLOAD`: runs an IR workload (sim/workloads/NAME.ir) on the simulated runtime
+// with the profiler attached, prints progress at GCs and a summary with the online leak report.
+#include "command.h"
+
+#include <objprof/objprof.h>
+
+#include "sim/heap.h"
+#include "sim/interp.h"
+#include "sim/workloads.h"
+
+#include <fmt/core.h>
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+namespace objprof::cli {
+namespace {
+
+struct RunOptions {
+  std::string workload;
+  std::string heap;  // empty: the workload's `; @heap` default, else 8M
+  std::string gc = "semispace";
+  std::string pass = "global";
+  std::string barrier = "cache-racy";
+  std::uint32_t stale_after = 4;
+  std::uint64_t min_size = 256;
+  std::string trace;
+  std::uint32_t threads = 1;
+  std::uint64_t size = 0;  // 0: the workload's `; @size` default, else 1000
+  std::uint64_t seed = 1;
+  bool quiet = false;
+};
+
+// Defaults a workload file declares in comments: `; @size 2000` and `; @heap 4M`.
+std::string directive(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line;
+  const std::string tag = "; @" + key + " ";
+  while (std::getline(in, line))
+    if (line.rfind(tag, 0) == 0) return line.substr(tag.size());
+  return {};
+}
+
+int fail(const std::string& msg) {
+  fmt::print(stderr, "objprof run: {}\n", msg);
+  return 1;
+}
+
+int run(const RunOptions& o) {
+  auto wl = sim::load_workload(o.workload);
+  if (!wl.ok()) return fail(wl.error().message);
+
+  sim::HeapOptions ho;
+  if (o.gc == "semispace") ho.gc = sim::GcPolicy::kSemiSpace;
+  else if (o.gc == "marksweep") ho.gc = sim::GcPolicy::kMarkSweep;
+  else return fail("--gc must be semispace or marksweep, not '" + o.gc + "'");
+  std::string heap_text = o.heap.empty() ? directive(wl->path, "heap") : o.heap;
+  if (heap_text.empty()) heap_text = "8M";
+  auto heap_bytes = sim::parse_size(heap_text);
+  if (!heap_bytes.ok()) return fail("--heap: " + heap_bytes.error().message);
+  ho.heap_bytes = *heap_bytes;
+
+  sim::InterpOptions io;
+  if (o.pass == "none") io.pass = ir::PassKind::kNone;
+  else if (o.pass == "paper") io.pass = ir::PassKind::kPaper;
+  else if (o.pass == "global") io.pass = ir::PassKind::kGlobal;
+  else return fail("--pass must be none, paper or global, not '" + o.pass + "'");
+  if (o.barrier == "cache-racy") io.barrier = {true, MarkMode::kRacy, true};
+  else if (o.barrier == "cache-atomic") io.barrier = {true, MarkMode::kAtomic, true};
+  else if (o.barrier == "nocache-racy") io.barrier = {false, MarkMode::kRacy, true};
+  else if (o.barrier == "nocache-atomic") io.barrier = {false, MarkMode::kAtomic, true};
+  else return fail("--barrier must be cache-racy, cache-atomic, nocache-racy or nocache-atomic, not '" + o.barrier + "'");
+  io.size = o.size;
+  if (io.size == 0) {
+    const std::string s = directive(wl->path, "size");
+    io.size = s.empty() ? 1000 : std::strtoull(s.c_str(), nullptr, 10);
+  }
+  io.seed = o.seed;
+  io.threads = o.threads;
+  io.module_name = o.workload;
+
+  ProfilerOptions po;
+  po.stale_after_epochs = o.stale_after;
+  po.min_tracked_size = o.min_size;
+  po.trace_path = o.trace;
+  po.on_leak = [&](const LeakReport& r) {
+    if (!o.quiet) fmt::print("  [gc {:>3}] {}\n", r.epoch + 1, format_leak(r));
+  };
+  auto created = Profiler::create(std::move(po));
+  if (!created.ok()) return fail(created.error().message);
+  Profiler& prof = **created;
+
+  auto heap = sim::Heap::create(ho, &prof);
+  if (!heap.ok()) return fail(heap.error().message);
+  sim::Heap& h = **heap;
+  h.on_gc = [&](const sim::GcInfo& g) {
+    if (o.quiet) return;
+    const bool show = g.index <= 8 || (g.index & (g.index - 1)) == 0 || g.index % 100 == 0;
+    if (show)
+      fmt::print("  [gc {:>3}] {}: {} live, {} objects freed, {} moved, {:.2f} ms\n", g.index,
+                 sim::gc_policy_name(g.policy), sim::format_bytes(g.live_bytes_after), g.freed_objects,
+                 g.moved_objects, g.seconds * 1e3);
+  };
+  auto interp = sim::Interpreter::create(wl->module, h, &prof, io);
+  if (!interp.ok()) return fail(interp.error().message);
+
+  fmt::print("objprof run: {} ({}), size {}, seed {}, {} thread{}\n", o.workload, wl->path, io.size, io.seed,
+             io.threads, io.threads == 1 ? "" : "s");
+  fmt::print("  heap {} ({}), pass {}, barrier {}, GC_K {} epochs, tracking objects >= {} bytes\n",
+             sim::format_bytes(h.options().heap_bytes), o.gc, o.pass, o.barrier, o.stale_after, o.min_size);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto result = (*interp)->run("main");
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!result.ok()) return fail(result.error().message);
+  if (auto st = prof.finish(); !st.ok()) return fail("trace: " + st.error().message);
+
+  const ProfilerStats s = prof.stats();
+  const sim::HeapStats hs = h.stats();
+  const sim::InterpStats is = (*interp)->stats();
+  const double pct = s.barriers_executed ? 100.0 * static_cast<double>(s.barrier_cache_hits) / static_cast<double>(s.barriers_executed) : 0.0;
+  fmt::print("\nsummary: main returned {} after {:.3f} s\n", *result, secs);
+  fmt::print("  GCs: {} ({}), {:.3f} s in GC, {} live after the last\n", hs.gcs, o.gc == "semispace" ? "copying" : "full",
+             hs.gc_seconds, sim::format_bytes(hs.live_bytes_after_last_gc));
+  fmt::print("  objects: {} allocated ({}), {} large, {} freed, {} moved; {} tracked by the profiler\n",
+             s.objects_allocated, sim::format_bytes(s.bytes_allocated), hs.large_objects_allocated, hs.objects_freed,
+             hs.objects_moved, s.objects_tracked);
+  fmt::print("  accesses: {} executed by {} instructions; the {} pass kept {} of {} access sites, elided {} accesses\n",
+             is.accesses, is.instructions, o.pass, is.static_kept, is.static_sites, is.barriers_elided);
+  fmt::print("  barriers: {} executed, {} cache hits ({:.1f}%), {} bits set; {} granules harvested\n", s.barriers_executed,
+             s.barrier_cache_hits, pct, s.bitmap_marks, s.bits_harvested);
+  if (!o.trace.empty()) fmt::print("  trace: {} ({} bytes, {} chunks)\n", o.trace, s.trace_bytes, s.trace_chunks);
+  const auto leaks = prof.possible_leaks();
+  fmt::print("\nleak report ({} possible leak{}, largest first):\n", leaks.size(), leaks.size() == 1 ? "" : "s");
+  for (std::size_t i = 0; i < leaks.size() && i < 20; ++i) {
+    const auto& l = leaks[i];
+    fmt::print("  #{} {} bytes  {}  allocated at {} bci {} (site {}), last access epoch {}, stale for {} GCs\n", i + 1,
+               l.size, l.type_name, l.method, l.bytecode_offset, l.site_id, l.last_access_epoch,
+               l.epoch - l.last_access_epoch);
+  }
+  if (leaks.size() > 20) fmt::print("  ... {} more\n", leaks.size() - 20);
+  return 0;
+}
+
+const RegisterCommand kRun([](CLI::App& app) -> std::function<int()> {
+  auto opt = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand("run", "Run an IR workload on the simulated runtime with the profiler attached");
+  cmd->add_option("workload", opt->workload, "listleak, swapleak, points, scimark, graph, threads, or an .ir file")->required();
+  cmd->add_option("--heap", opt->heap, "fixed heap size, e.g. 4M (default: the workload's, else 8M)");
+  cmd->add_option("--gc", opt->gc, "semispace (copying) or marksweep (non-moving)");
+  cmd->add_option("--pass", opt->pass, "barrier elimination: none, paper or global");
+  cmd->add_option("--barrier", opt->barrier, "cache-racy, cache-atomic, nocache-racy or nocache-atomic");
+  cmd->add_option("--stale-after", opt->stale_after, "GC_K: epochs without access before a report")->check(CLI::Range(1u, 1000000u));
+  cmd->add_option("--min-size", opt->min_size, "track objects of at least this many bytes");
+  cmd->add_option("--trace", opt->trace, "write the binary trace to this file");
+  cmd->add_option("--threads", opt->threads, "mutator threads (each runs main)")->check(CLI::Range(1u, 256u));
+  cmd->add_option("--size", opt->size, "workload size parameter (default: the workload's)");
+  cmd->add_option("--seed", opt->seed, "seed of sys.rand");
+  cmd->add_flag("--quiet", opt->quiet, "no progress lines");
+  return [opt] { return run(*opt); };
+});
+
+}  // namespace
+}  // namespace objprof::cli
