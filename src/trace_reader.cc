@@ -335,7 +335,7 @@ struct MemorySource {
   std::string io_error;
   std::size_t read(void* out, std::size_t n) {
     const std::size_t k = std::min(n, data.size() - pos);
-    std::memcpy(out, data.data() + pos, k);
+    if (k > 0) std::memcpy(out, data.data() + pos, k);  // an empty span may have a null data()
     pos += k;
     return k;
   }

@@ -18,7 +18,9 @@ namespace objprof::test {
 class FakeHeap {
  public:
   explicit FakeHeap(std::size_t bytes, std::uint32_t alignment = 8)
-      : bytes_(bytes), mem_(static_cast<std::uint8_t*>(std::aligned_alloc(4096, bytes)), &std::free) {
+      // aligned_alloc wants a size that is a multiple of the alignment.
+      : bytes_(bytes), mem_(static_cast<std::uint8_t*>(std::aligned_alloc(4096, (bytes + 4095) & ~std::size_t{4095})), &std::free) {
+    REQUIRE(mem_ != nullptr);
     auto s = HeapSpace::make(reinterpret_cast<Address>(mem_.get()), reinterpret_cast<Address>(mem_.get()) + bytes,
                              alignment, "fake");
     REQUIRE(s.ok());

@@ -31,7 +31,8 @@ int run_demo(const DemoOptions& opt) {
     return 2;
   }
   // Two semi-spaces in one profiled space, 8-byte aligned.
-  const std::size_t half = std::size_t{opt.nodes} * (opt.node_size + 64) + 4096;
+  // Page-rounded: aligned_alloc wants a size that is a multiple of the alignment.
+  const std::size_t half = (std::size_t{opt.nodes} * (opt.node_size + 64) + 2 * 4096) & ~std::size_t{4095};
   std::unique_ptr<std::byte, void (*)(void*)> heap(static_cast<std::byte*>(std::aligned_alloc(4096, 2 * half + 4096)), &std::free);
   const Address base = reinterpret_cast<Address>(heap.get());
   auto space = HeapSpace::make(base, base + 2 * half, 8, "semispace");
