@@ -362,30 +362,32 @@ Status Profiler::gc_begin(GcKind kind) {
   return {};
 }
 
+namespace {
+
+// The calling collector thread's trace buffer, created on its first event; null without a trace.
+EventBuffer* collector_buffer(ProfilerState& st, internal::CollectorLocal& local) {
+  if (!st.writer) return nullptr;
+  if (!local.buffer) local.buffer = st.writer->make_buffer(trace::kCollectorStream);
+  return local.buffer.get();
+}
+
+}  // namespace
+
 void Profiler::on_move(Address from, Address to) {
   auto& local = state_->collectors.local();
-  if (state_->writer) {
-    if (!local.buffer) local.buffer = state_->writer->make_buffer(trace::kCollectorStream);
-    local.buffer->move(from, to);
-  }
+  if (EventBuffer* b = collector_buffer(*state_, local)) b->move(from, to);
   local.moves.push_back({from, to});
 }
 
 void Profiler::on_move_range(Address from, Address to, std::uint64_t bytes) {
   auto& local = state_->collectors.local();
-  if (state_->writer) {
-    if (!local.buffer) local.buffer = state_->writer->make_buffer(trace::kCollectorStream);
-    local.buffer->move_range(from, to, bytes);
-  }
+  if (EventBuffer* b = collector_buffer(*state_, local)) b->move_range(from, to, bytes);
   local.ranges.push_back({from, to, bytes});
 }
 
 void Profiler::on_free(Address addr) {
   auto& local = state_->collectors.local();
-  if (state_->writer) {
-    if (!local.buffer) local.buffer = state_->writer->make_buffer(trace::kCollectorStream);
-    local.buffer->free(addr);
-  }
+  if (EventBuffer* b = collector_buffer(*state_, local)) b->free(addr);
   local.frees.push_back(addr);
 }
 
@@ -455,18 +457,16 @@ Status Profiler::finish() {
   st.finished = true;
   if (!st.writer) return {};
   write_header_once();
-  {
-    std::shared_lock<std::shared_mutex> lock(st.threads_mutex);
-    for (const auto& t : st.threads)
-      if (EventBuffer* b = t->buffer()) b->flush();
-  }
-  for (auto& local : st.collectors)
-    if (local.buffer) local.buffer->flush();
   std::uint64_t bytes = 0;
   {
     std::shared_lock<std::shared_mutex> lock(st.threads_mutex);
-    for (const auto& t : st.threads) bytes += t->allocated_bytes.load(std::memory_order_relaxed);
+    for (const auto& t : st.threads) {
+      if (EventBuffer* b = t->buffer()) b->flush();
+      bytes += t->allocated_bytes.load(std::memory_order_relaxed);
+    }
   }
+  for (auto& local : st.collectors)
+    if (local.buffer) local.buffer->flush();
   std::lock_guard<std::mutex> lock(st.control_mutex);
   std::uint8_t* p = st.control->begin_record(1 + 16);
   p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kEnd));

@@ -20,6 +20,24 @@ void sort_table(std::vector<TrackedRecord>& t) {
   }
 }
 
+// Two live records at one address mean the runtime reused memory without reporting the free.
+// The table is sorted with later-merged records last: keep the newer one. Returns how many
+// records were dropped.
+std::uint64_t drop_duplicate_granules(std::vector<TrackedRecord>& t) {
+  std::uint64_t dropped = 0;
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (out > 0 && t[out - 1].granule == t[i].granule) {
+      ++dropped;
+      t[out - 1] = t[i];
+      continue;
+    }
+    t[out++] = t[i];
+  }
+  t.resize(out);
+  return dropped;
+}
+
 }  // namespace
 
 void StaleTracker::set_spaces(std::vector<HeapSpace> spaces) {
@@ -50,18 +68,7 @@ void StaleTracker::merge_pending() {
     tables_[s].insert(tables_[s].end(), staged_[s].begin(), staged_[s].end());
     std::vector<TrackedRecord>().swap(staged_[s]);  // staging is transient: give its memory back
     sort_table(tables_[s]);
-    // Two live records at one address: the runtime reused memory without reporting the free.
-    // Keep the newer (later) one.
-    auto& t = tables_[s];
-    std::size_t out = 0;
-    for (std::size_t i = 0; i < t.size(); ++i) {
-      if (out > 0 && t[out - 1].granule == t[i].granule) {
-        t[out - 1] = t[i];
-        continue;
-      }
-      t[out++] = t[i];
-    }
-    t.resize(out);
+    drop_duplicate_granules(tables_[s]);
   }
 }
 
@@ -147,18 +154,8 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const MoveLog> moves, st
   }
   for (std::size_t s = 0; s < tables_.size(); ++s) {
     sort_table(next[s]);
-    auto& t = next[s];
-    std::size_t out = 0;
-    for (std::size_t i = 0; i < t.size(); ++i) {
-      if (out > 0 && t[out - 1].granule == t[i].granule) {
-        ++res.conflicts;
-        t[out - 1] = t[i];
-        continue;
-      }
-      t[out++] = t[i];
-    }
-    t.resize(out);
-    tables_[s] = std::move(t);
+    res.conflicts += drop_duplicate_granules(next[s]);
+    tables_[s] = std::move(next[s]);
   }
   return res;
 }
