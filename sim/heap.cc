@@ -3,15 +3,19 @@
 //   Large objects reached during the copy are marked and pushed on a stack, scanned in the
 //   same loop. After the copy the from-space is walked linearly (it is contiguous) and every
 //   object without a forwarding pointer is reported dead with on_free.
-// - The mark-sweep collector marks into a side bitmap, then sweeps the walkable space: dead
+// - The mark-sweep collector marks into a side bitmap (in parallel with oneTBB on large heaps:
+//   the mark bit is claimed with an atomic fetch_or, so each object is scanned exactly once,
+//   and the sweep that follows is sequential, keeping on_free in address order), then sweeps the walkable space: dead
 //   objects become free cells, runs of free cells are coalesced and put on size-segregated
 //   free lists (16-byte classes up to 512 bytes, a size-ordered list above that); a free run
 //   that ends at the bump pointer gives its memory back to the bump region.
 #include "heap.h"
 
 #include <fmt/core.h>
+#include <tbb/parallel_for_each.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -306,6 +310,28 @@ bool Heap::test_and_mark(Address a) {
   return true;
 }
 
+bool Heap::test_and_mark_atomic(Address a) {
+  const std::uint64_t g = (a - base_) >> 3;
+  std::atomic_ref<std::uint64_t> w(marks_[g >> 6]);
+  const std::uint64_t bit = 1ull << (g & 63);
+  if (w.load(std::memory_order_relaxed) & bit) return false;  // common when sharing is high
+  return (w.fetch_or(bit, std::memory_order_relaxed) & bit) == 0;
+}
+
+template <class Fn>
+void Heap::for_each_ref_slot(Address obj, Fn&& fn) const {
+  const SimType& t = type_of(obj);
+  const std::uint64_t n = slot_count(obj);
+  std::uint64_t* s = slots(obj);
+  if (t.is_array) {
+    if (t.elem_is_ref)
+      for (std::uint64_t i = 0; i < n; ++i) fn(s[i]);
+  } else {
+    for (std::uint64_t i = 0; i < n; ++i)
+      if (t.slot_is_ref[i]) fn(s[i]);
+  }
+}
+
 bool Heap::is_marked(Address a) const {
   const std::uint64_t g = (a - base_) >> 3;
   return (marks_[g >> 6] >> (g & 63)) & 1;
@@ -365,18 +391,7 @@ void Heap::collect_semispace(GcInfo& info) {
     ++info.moved_objects;
     slot = to;
   };
-  auto scan_object = [&](Address obj) {
-    const SimType& t = type_of(obj);
-    const std::uint64_t n = slot_count(obj);
-    std::uint64_t* s = slots(obj);
-    if (t.is_array) {
-      if (t.elem_is_ref)
-        for (std::uint64_t i = 0; i < n; ++i) forward(s[i]);
-    } else {
-      for (std::uint64_t i = 0; i < n; ++i)
-        if (t.slot_is_ref[i]) forward(s[i]);
-    }
-  };
+  auto scan_object = [&](Address obj) { for_each_ref_slot(obj, forward); };
   visit_all_roots(forward);
   Address scan = to_begin_;
   while (scan < free || !mark_stack_.empty()) {
@@ -409,7 +424,7 @@ void Heap::collect_semispace(GcInfo& info) {
   info.live_bytes_after = bump_ - from_begin_;
 }
 
-void Heap::collect_marksweep(GcInfo& info) {
+void Heap::mark_serial() {
   auto mark = [&](std::uint64_t& slot) {
     if (slot != 0 && test_and_mark(slot)) mark_stack_.push_back(slot);
   };
@@ -417,17 +432,29 @@ void Heap::collect_marksweep(GcInfo& info) {
   while (!mark_stack_.empty()) {
     const Address obj = mark_stack_.back();
     mark_stack_.pop_back();
-    const SimType& t = type_of(obj);
-    const std::uint64_t n = slot_count(obj);
-    std::uint64_t* s = slots(obj);
-    if (t.is_array) {
-      if (t.elem_is_ref)
-        for (std::uint64_t i = 0; i < n; ++i) mark(s[i]);
-    } else {
-      for (std::uint64_t i = 0; i < n; ++i)
-        if (t.slot_is_ref[i]) mark(s[i]);
-    }
+    for_each_ref_slot(obj, mark);
   }
+}
+
+void Heap::mark_parallel() {
+  // Roots are few and visited on this thread; the graph below them is traced by TBB workers,
+  // each newly claimed object becoming a task of its own (work stealing balances deep lists
+  // against wide arrays). Mutators are stopped, so slots are only read here.
+  mark_stack_.clear();
+  visit_all_roots([&](std::uint64_t& slot) {
+    if (slot != 0 && test_and_mark(slot)) mark_stack_.push_back(slot);
+  });
+  tbb::parallel_for_each(mark_stack_.begin(), mark_stack_.end(), [&](Address obj, tbb::feeder<Address>& feeder) {
+    for_each_ref_slot(obj, [&](std::uint64_t child) {
+      if (child != 0 && test_and_mark_atomic(child)) feeder.add(child);
+    });
+  });
+  mark_stack_.clear();
+}
+
+void Heap::collect_marksweep(GcInfo& info) {
+  if (options_.heap_bytes >= options_.parallel_mark_min_heap) mark_parallel();
+  else mark_serial();
   for (auto& l : small_free_) l.clear();
   large_free_.clear();
   Address run = 0;  // start of the current run of free cells, or 0

@@ -71,6 +71,10 @@ struct HeapOptions {
   std::uint64_t heap_bytes = 8ull << 20;
   GcPolicy gc = GcPolicy::kSemiSpace;
   std::uint64_t large_object_threshold = 3 * 4096;
+  // Mark-sweep heaps at least this large mark with oneTBB work stealing (a parallel_for_each
+  // over the roots whose feeder takes each newly marked object); smaller heaps mark on one
+  // thread, where the tasks would cost more than they save. 0: always parallel.
+  std::uint64_t parallel_mark_min_heap = 32ull << 20;
 };
 
 struct GcInfo {
@@ -185,7 +189,13 @@ class Heap {
   void collect_marksweep(GcInfo& info);
   void sweep_los(GcInfo& info);
   bool test_and_mark(Address a);
+  bool test_and_mark_atomic(Address a);
   bool is_marked(Address a) const;
+  void mark_serial();
+  void mark_parallel();
+  // Calls fn(slot) for every reference slot of obj (null or not).
+  template <class Fn>
+  void for_each_ref_slot(Address obj, Fn&& fn) const;
   std::uint64_t cell_size(std::uint64_t size) const { return (size + 15) & ~std::uint64_t{15}; }
   bool in_los(Address a) const { return a - los_begin_ < los_end_ - los_begin_; }
   std::string oom_message(std::uint64_t size, std::uint32_t type) const;

@@ -1,0 +1,208 @@
+// What objprof costs the simulated runtime's collectors and allocator, side by side in one run.
+//
+//   gc/<workload>-<collector>/{off,on,trace}
+//       Total GC time of one run of the workload (the heap's own clock around each collection,
+//       which includes the profiler's gc_begin harvest, on_move/on_free hooks and gc_end):
+//       off = no profiler; on = profiler with the stale tracker, no trace; trace = the same
+//       plus the binary trace encoded into a counting sink (every byte produced and CRC'd,
+//       none written to disk). Target (issue 4): on and trace within +20% of off.
+//   alloc/<collector>/{off,on}
+//       Allocation throughput (objects/s) of a mutator allocating 32-byte objects and keeping
+//       one in 16 alive in a ring of roots: bump allocation in the semispace, free-list
+//       allocation in the mark-sweep space, GCs included; on = Profiler::on_alloc per object.
+//   mark/<live>/{serial,parallel}
+//       One full mark-sweep collection of a heap holding a live random graph, marked on one
+//       thread or with oneTBB (HeapOptions::parallel_mark_min_heap).
+#include "support/bench_main.h"
+
+#include "sim/heap.h"
+#include "sim/interp.h"
+#include "sim/workloads.h"
+
+#include <objprof/objprof.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace objprof;
+
+enum class Profiling { kOff, kOn, kTrace };
+
+std::unique_ptr<Profiler> make_profiler(Profiling p) {
+  if (p == Profiling::kOff) return nullptr;
+  ProfilerOptions po;
+  po.default_leak_printer = false;
+  po.on_leak = {};
+  if (p == Profiling::kTrace) po.trace_sink = std::make_unique<CountingSink>();
+  return std::move(*Profiler::create(std::move(po)));
+}
+
+void gc_time(benchmark::State& state, const sim::LoadedWorkload* wl, sim::GcPolicy gc, Profiling p) {
+  auto heap_bytes = sim::parse_size(wl->default_heap.empty() ? "8M" : wl->default_heap);
+  std::uint64_t gcs = 0;
+  for (auto _ : state) {
+    auto profiler = make_profiler(p);
+    sim::HeapOptions ho;
+    ho.heap_bytes = *heap_bytes;
+    ho.gc = gc;
+    auto heap = sim::Heap::create(ho, profiler.get());
+    sim::InterpOptions io;
+    io.pass = ir::PassKind::kGlobal;
+    io.barrier = BarrierConfig{true, MarkMode::kRacy, false};
+    io.size = wl->default_size;
+    auto interp = sim::Interpreter::create(wl->module, **heap, profiler.get(), io);
+    if (!heap.ok() || !interp.ok()) {
+      state.SkipWithError("setup failed");
+      return;
+    }
+    auto r = (*interp)->run("main");
+    if (!r.ok()) {
+      state.SkipWithError(r.error().message.c_str());
+      return;
+    }
+    if (profiler && !profiler->finish().ok()) {
+      state.SkipWithError("finish failed");
+      return;
+    }
+    const sim::HeapStats s = (*heap)->stats();
+    state.SetIterationTime(s.gc_seconds);
+    gcs += s.gcs;
+  }
+  state.counters["gcs"] = static_cast<double>(gcs) / static_cast<double>(state.iterations());
+}
+
+struct Ring final : sim::RootProvider {
+  std::vector<std::uint64_t> slots = std::vector<std::uint64_t>(4096, 0);
+  void visit_roots(const sim::RootFn& fn) override {
+    for (auto& s : slots)
+      if (s) fn(s);
+  }
+};
+
+sim::SimType node_type() {
+  sim::SimType t;
+  t.name = "Node";
+  t.field_names = {"next", "other", "value"};
+  t.slot_is_ref = {1, 1, 0};
+  return t;
+}
+
+void alloc_rate(benchmark::State& state, sim::GcPolicy gc, Profiling p) {
+  auto profiler = make_profiler(p);
+  sim::HeapOptions ho;
+  ho.heap_bytes = 4 << 20;
+  ho.gc = gc;
+  auto heap = sim::Heap::create(ho, profiler.get());
+  sim::Heap& h = **heap;
+  const std::uint32_t type = *h.add_type(node_type());
+  ThreadState* ts = nullptr;
+  if (profiler) {
+    (void)profiler->define_site({1, 0, "alloc_rate", 0});
+    ts = *profiler->attach_thread(1, "alloc");
+  }
+  Ring ring;
+  sim::Mutator m{&ring, ts};
+  h.attach_mutator(&m);
+  std::uint64_t n = 0;
+  for (auto _ : state) {
+    for (int i = 0; i < 1024; ++i, ++n) {
+      auto a = h.allocate(m, 1, type);
+      if (!a.ok()) {
+        state.SkipWithError(a.error().message.c_str());
+        h.detach_mutator(&m);
+        return;
+      }
+      if ((n & 15) == 0) ring.slots[(n >> 4) % ring.slots.size()] = *a;
+    }
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(n));
+  state.counters["gcs"] = static_cast<double>(h.stats().gcs);
+  h.detach_mutator(&m);
+  if (ts) profiler->detach_thread(*ts);
+}
+
+void mark_time(benchmark::State& state, std::uint64_t live_objects, bool parallel) {
+  sim::HeapOptions ho;
+  ho.heap_bytes = 256ull << 20;
+  ho.gc = sim::GcPolicy::kMarkSweep;
+  ho.parallel_mark_min_heap = parallel ? 0 : ~0ull;
+  auto heap = sim::Heap::create(ho, nullptr);
+  sim::Heap& h = **heap;
+  const std::uint32_t type = *h.add_type(node_type());
+  Ring ring;
+  sim::Mutator m{&ring, nullptr};
+  h.attach_mutator(&m);
+  // A random graph: every node points at the previous one and at a random earlier node, and a
+  // few roots hold entry points, so marking sees long chains and sharing.
+  std::uint64_t rng = 0x9e3779b97f4a7c15ull;
+  std::vector<std::uint64_t>& roots = ring.slots;
+  Address prev = 0;
+  std::vector<Address> sample;
+  for (std::uint64_t i = 0; i < live_objects; ++i) {
+    auto a = h.allocate(m, 1, type);
+    if (!a.ok()) {
+      state.SkipWithError(a.error().message.c_str());
+      h.detach_mutator(&m);
+      return;
+    }
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    sim::Heap::store(*a, 0, prev);
+    if (!sample.empty()) sim::Heap::store(*a, 1, sample[rng % sample.size()]);
+    if ((i & 1023) == 0) sample.push_back(*a);
+    prev = *a;
+    if ((i & 4095) == 0) roots[(i >> 12) % roots.size()] = *a;
+  }
+  roots[roots.size() - 1] = prev;
+  for (auto _ : state) {
+    if (!h.collect(m).ok()) state.SkipWithError("collect failed");
+  }
+  state.counters["objects"] = static_cast<double>(live_objects);
+  h.detach_mutator(&m);
+}
+
+std::vector<std::unique_ptr<sim::LoadedWorkload>>& loaded() {
+  static std::vector<std::unique_ptr<sim::LoadedWorkload>> all;
+  return all;
+}
+
+void register_all() {
+  const std::pair<const char*, Profiling> modes[] = {{"off", Profiling::kOff}, {"on", Profiling::kOn}, {"trace", Profiling::kTrace}};
+  const std::pair<const char*, sim::GcPolicy> gcs[] = {{"semispace", sim::GcPolicy::kSemiSpace},
+                                                      {"marksweep", sim::GcPolicy::kMarkSweep}};
+  for (const char* name : {"listleak", "points", "graph", "scimark"}) {
+    auto wl = sim::load_workload(name);
+    if (!wl.ok()) {
+      std::fprintf(stderr, "bench_sim_gc: %s\n", wl.error().message.c_str());
+      continue;
+    }
+    loaded().push_back(std::make_unique<sim::LoadedWorkload>(std::move(*wl)));
+    for (const auto& [gc_name, gc] : gcs)
+      for (const auto& [mode, p] : modes)
+        benchmark::RegisterBenchmark((std::string("gc/") + name + "-" + gc_name + "/" + mode).c_str(), gc_time,
+                                     loaded().back().get(), gc, p)
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond);
+  }
+  for (const auto& [gc_name, gc] : gcs)
+    for (const auto& [mode, p] : modes)
+      if (p != Profiling::kTrace)
+        benchmark::RegisterBenchmark((std::string("alloc/") + gc_name + "/" + mode).c_str(), alloc_rate, gc, p);
+  for (std::uint64_t live : {std::uint64_t{1} << 18, std::uint64_t{1} << 21})
+    for (bool parallel : {false, true})
+      benchmark::RegisterBenchmark(("mark/" + std::to_string(live) + "/" + (parallel ? "parallel" : "serial")).c_str(),
+                                   mark_time, live, parallel)
+          ->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return objprof::bench::run_benchmarks(argc, argv, register_all,
+                                        {{"gc", "off", {"on", "trace"}},
+                                         {"alloc", "off", {"on"}},
+                                         {"mark", "serial", {"parallel"}}});
+}
