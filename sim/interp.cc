@@ -34,32 +34,12 @@ constexpr BuiltinDef kBuiltins[] = {
 };
 constexpr std::uint32_t kNumStatics = 256;
 
-struct Value {
-  std::uint64_t v = 0;
-  bool ref = false;
-};
-
-struct Decoded {
-  ir::Opcode op = ir::Opcode::kSafepoint;
-  std::uint8_t sub = 0;
-  std::uint8_t kept = 0;  // bit i: operand i keeps its barrier
-  bool field_ref = false;
-  ir::Reg dst = ir::kNoReg;
-  ir::Reg a = ir::kNoReg, b = ir::kNoReg, c = ir::kNoReg;
-  std::uint32_t slot = 0;
-  std::uint32_t type = 0;        // field owner type / allocated type
-  std::uint32_t alloc_site = 0;  // profiler site id
-  std::int32_t callee = 0;       // >= 0: function index; < 0: -(builtin + 1)
-  std::int64_t imm = 0;
-  std::uint32_t t0 = 0, t1 = 0;
-  std::vector<std::uint32_t> targets;
-  std::vector<ir::Reg> args;
-  const ir::Instr* src = nullptr;
-};
+using Decoded = DecodedInstr;  // callee < 0: -(builtin + 1)
 
 struct DecodedFunction {
   const ir::Function* ir = nullptr;
   std::vector<Decoded> code;
+  CompiledFunction compiled;  // entry null: interpreted
 };
 
 struct Frame {
@@ -67,13 +47,17 @@ struct Frame {
 };
 
 struct ThreadCtx final : RootProvider {
+  Interpreter::Impl* im = nullptr;
   std::uint32_t tid = 0;
   Mutator m;
   std::vector<Frame*> frames;
   std::uint64_t rng = 0;
   std::uint32_t depth = 0;
   std::uint64_t instructions = 0, accesses = 0, barriers = 0, elided = 0;
+  std::uint64_t gc_visits = 0;  // collections that scanned this thread (a `.nogc` check of compiled code)
+  std::optional<Error> error;   // set by rt:: calls that fail; compiled code then returns 1
   void visit_roots(const RootFn& fn) override {
+    ++gc_visits;
     for (Frame* f : frames)
       for (Value& v : f->regs)
         if (v.ref && v.v != 0) fn(v.v);
@@ -127,9 +111,13 @@ struct Interpreter::Impl {
   }
 
   template <class P>
-  Result<Value> exec(ThreadCtx& t, std::int32_t fi, const Value* args, std::size_t nargs);
-  template <class P>
+  Result<Value> exec(ThreadCtx& t, std::int32_t fi, const Value* args, std::size_t nargs, bool may_compile = true);
   Result<Value> call_builtin(ThreadCtx& t, const DecodedFunction& f, const Decoded& d, Builtin b, const Value* R);
+  Result<Value> allocate(ThreadCtx& t, const DecodedFunction& f, const Decoded& d, const Value* R);
+  // The error the interpreter reports for `d` with operands R (compiled code's failed checks).
+  Error diagnose(const DecodedFunction& f, const Decoded& d, const Value* R);
+  // exec<P> for the run's barrier policy, so rt::call can re-enter the dispatch.
+  Result<Value> (*exec_any)(Impl& im, ThreadCtx& t, std::int32_t fi, const Value* args, std::size_t nargs) = nullptr;
 };
 
 Result<std::uint32_t> Interpreter::Impl::array_type(const std::string& elem) {
@@ -272,7 +260,6 @@ Status Interpreter::Impl::decode() {
   return {};
 }
 
-template <class P>
 Result<Value> Interpreter::Impl::call_builtin(ThreadCtx& t, const DecodedFunction& f, const Decoded& d, Builtin b,
                                               const Value* R) {
   auto arg = [&](std::size_t i) { return R[d.args[i]]; };
@@ -316,8 +303,22 @@ Result<Value> Interpreter::Impl::call_builtin(ThreadCtx& t, const DecodedFunctio
   return Value{};
 }
 
+Result<Value> Interpreter::Impl::allocate(ThreadCtx& t, const DecodedFunction& f, const Decoded& d, const Value* R) {
+  std::uint64_t len = 0;
+  if (d.op == ir::Opcode::kNewArray) {
+    if (R[d.a].ref) return fail(f, d, "array length is a reference");
+    if (static_cast<std::int64_t>(R[d.a].v) < 0)
+      return fail(f, d, fmt::format("negative array length {}", static_cast<std::int64_t>(R[d.a].v)));
+    len = R[d.a].v;
+  }
+  auto a = heap->allocate(t.m, d.alloc_site, d.type, len);
+  if (!a.ok()) return fail(f, d, a.error().message);
+  return Value{*a, true};
+}
+
 template <class P>
-Result<Value> Interpreter::Impl::exec(ThreadCtx& t, std::int32_t fi, const Value* args, std::size_t nargs) {
+Result<Value> Interpreter::Impl::exec(ThreadCtx& t, std::int32_t fi, const Value* args, std::size_t nargs,
+                                      bool may_compile) {
   const DecodedFunction& f = fns[static_cast<std::size_t>(fi)];
   if (t.depth >= opt.max_depth)
     return make_error(ErrorCode::kOutOfRange, fmt::format("call depth above {} entering {}", opt.max_depth, f.ir->name));
@@ -337,6 +338,14 @@ Result<Value> Interpreter::Impl::exec(ThreadCtx& t, std::int32_t fi, const Value
   } push(t, &frame);
   Value* R = frame.regs.data();
   ThreadState* ts = t.m.thread;
+  if (may_compile && f.compiled.entry) {
+    Value ret;
+    if (f.compiled.entry(&t, R, &ret, ts) == 0) return ret;
+    if (!t.error) return make_error(ErrorCode::kProtocol, "compiled code of " + f.ir->name + " failed without an error");
+    Error e = std::move(*t.error);
+    t.error.reset();
+    return e;
+  }
   auto barrier = [&](bool kept, Address obj) {
     ++t.accesses;
     if (!kept) {
@@ -401,16 +410,9 @@ Result<Value> Interpreter::Impl::exec(ThreadCtx& t, std::int32_t fi, const Value
       }
       case ir::Opcode::kNew:
       case ir::Opcode::kNewArray: {
-        std::uint64_t len = 0;
-        if (d.op == ir::Opcode::kNewArray) {
-          if (R[d.a].ref) return fail(f, d, "array length is a reference");
-          if (static_cast<std::int64_t>(R[d.a].v) < 0)
-            return fail(f, d, fmt::format("negative array length {}", static_cast<std::int64_t>(R[d.a].v)));
-          len = R[d.a].v;
-        }
-        auto a = heap->allocate(t.m, d.alloc_site, d.type, len);
-        if (!a.ok()) return fail(f, d, a.error().message);
-        R[d.dst] = Value{*a, true};
+        auto a = allocate(t, f, d, R);
+        if (!a.ok()) return a.error();
+        R[d.dst] = *a;
         break;
       }
       case ir::Opcode::kGetField:
@@ -477,7 +479,7 @@ Result<Value> Interpreter::Impl::exec(ThreadCtx& t, std::int32_t fi, const Value
         }
         Result<Value> r = Value{};
         if (d.callee < 0) {
-          r = call_builtin<P>(t, f, d, static_cast<Builtin>(-d.callee - 1), R);
+          r = call_builtin(t, f, d, static_cast<Builtin>(-d.callee - 1), R);
         } else {
           call_args.clear();
           for (ir::Reg a : d.args) call_args.push_back(R[a]);
@@ -500,6 +502,128 @@ Result<Value> Interpreter::Impl::exec(ThreadCtx& t, std::int32_t fi, const Value
   }
 }
 
+Error Interpreter::Impl::diagnose(const DecodedFunction& f, const Decoded& d, const Value* R) {
+  // The interpreter's checks for `d`, in its order (exec above); the first that fails is the error.
+  auto object = [&](ir::Reg r, const char* what) -> std::optional<Error> {
+    if (!R[r].ref) return fail(f, d, fmt::format("{} of a scalar register v{}", what, r));
+    if (R[r].v == 0) return fail(f, d, fmt::format("null reference in {} (v{})", what, r));
+    return std::nullopt;
+  };
+  switch (d.op) {
+    case ir::Opcode::kBinary: {
+      if (R[d.a].ref || R[d.b].ref) return fail(f, d, "arithmetic on a reference");
+      const auto op = static_cast<ir::BinaryOp>(d.sub);
+      if ((op == ir::BinaryOp::kDiv || op == ir::BinaryOp::kRem) && R[d.b].v == 0) return fail(f, d, "division by zero");
+      break;
+    }
+    case ir::Opcode::kGetField:
+    case ir::Opcode::kPutField: {
+      if (auto e = object(d.a, d.op == ir::Opcode::kGetField ? "getfield" : "putfield")) return *e;
+      const Address o = R[d.a].v;
+      if (Heap::header(o).type != d.type)
+        return fail(f, d, fmt::format("object is a {}, not a {}", heap->type_of(o).name, heap->type(d.type).name));
+      if (d.op == ir::Opcode::kPutField) {
+        const Value& v = R[d.b];
+        if (v.ref != d.field_ref && !(d.field_ref && v.v == 0))
+          return fail(f, d, d.field_ref ? "storing a scalar in a reference field" : "storing a reference in a scalar field");
+      }
+      break;
+    }
+    case ir::Opcode::kArrayGet:
+    case ir::Opcode::kArrayPut:
+    case ir::Opcode::kArrayLength: {
+      if (auto e = object(d.a, "array access")) return *e;
+      const Address o = R[d.a].v;
+      const SimType& ty = heap->type_of(o);
+      if (!ty.is_array) return fail(f, d, fmt::format("object is a {}, not an array", ty.name));
+      if (d.op == ir::Opcode::kArrayLength) break;
+      const std::uint64_t n = Heap::header(o).word;
+      const std::uint64_t i = R[d.b].v;
+      if (R[d.b].ref || i >= n)
+        return fail(f, d, fmt::format("index {} out of bounds for length {}", static_cast<std::int64_t>(i), n));
+      if (d.op == ir::Opcode::kArrayPut) {
+        const Value& v = R[d.c];
+        if (v.ref != ty.elem_is_ref && !(ty.elem_is_ref && v.v == 0))
+          return fail(f, d, ty.elem_is_ref ? "storing a scalar in a reference array" : "storing a reference in a scalar array");
+      }
+      break;
+    }
+    case ir::Opcode::kMonitorEnter:
+    case ir::Opcode::kMonitorExit:
+      if (auto e = object(d.a, "monitor")) return *e;
+      break;
+    case ir::Opcode::kInvoke:
+      if (auto e = object(d.a, "invoke receiver")) return *e;
+      break;
+    default:
+      break;
+  }
+  return fail(f, d, "compiled code failed a check the interpreter passes (a JIT bug)");
+}
+
+bool builtin_returns_tagged(std::int32_t callee) {
+  if (callee >= 0) return false;
+  const auto b = static_cast<Builtin>(-callee - 1);
+  return b == Builtin::kStaticGet || b == Builtin::kStaticInit;
+}
+
+namespace rt {
+
+std::uint32_t alloc(void* thread, std::uint32_t fn, std::uint32_t pc, Value* regs) noexcept {
+  ThreadCtx& t = *static_cast<ThreadCtx*>(thread);
+  Interpreter::Impl& im = *t.im;
+  const DecodedFunction& f = im.fns[fn];
+  const Decoded& d = f.code[pc];
+  auto a = im.allocate(t, f, d, regs);
+  if (!a.ok()) {
+    t.error = a.error();
+    return 1;
+  }
+  regs[d.dst] = *a;
+  return 0;
+}
+
+std::uint32_t call(void* thread, std::uint32_t fn, std::uint32_t pc, Value* regs) noexcept {
+  ThreadCtx& t = *static_cast<ThreadCtx*>(thread);
+  Interpreter::Impl& im = *t.im;
+  const DecodedFunction& f = im.fns[fn];
+  const Decoded& d = f.code[pc];
+  const std::uint64_t visits = t.gc_visits;
+  Result<Value> r = Value{};
+  if (d.callee < 0) {
+    r = im.call_builtin(t, f, d, static_cast<Builtin>(-d.callee - 1), regs);
+  } else {
+    Value args[ir::kMaxInvokeArgs + 1];
+    for (std::size_t i = 0; i < d.args.size(); ++i) args[i] = regs[d.args[i]];
+    r = im.exec_any(im, t, d.callee, args, d.args.size());
+  }
+  if (r.ok() && !d.src->may_gc && t.gc_visits != visits)
+    r = im.fail(f, d, "a collection ran inside this .nogc call (it allocates or reaches a GC point); "
+                      "compiled code keeps references in registers across .nogc calls");
+  if (!r.ok()) {
+    t.error = r.error();
+    return 1;
+  }
+  if (d.dst != ir::kNoReg) regs[d.dst] = *r;
+  return 0;
+}
+
+std::uint32_t safepoint(void* thread) noexcept {
+  ThreadCtx& t = *static_cast<ThreadCtx*>(thread);
+  t.im->heap->safepoint(t.m);
+  return 0;
+}
+
+std::uint32_t fail(void* thread, std::uint32_t fn, std::uint32_t pc, Value* regs) noexcept {
+  ThreadCtx& t = *static_cast<ThreadCtx*>(thread);
+  Interpreter::Impl& im = *t.im;
+  const DecodedFunction& f = im.fns[fn];
+  t.error = im.diagnose(f, f.code[pc], regs);
+  return 1;
+}
+
+}  // namespace rt
+
 Interpreter::Interpreter(std::unique_ptr<Impl> impl, InterpOptions options)
     : impl_(std::move(impl)), options_(std::move(options)) {}
 Interpreter::~Interpreter() = default;
@@ -518,6 +642,24 @@ Result<std::unique_ptr<Interpreter>> Interpreter::create(const ir::Module& modul
     impl->desc = &profiler->barrier_descriptor(0);
   }
   OBJPROF_RETURN_IF_ERROR(impl->decode());
+  with_barrier_policy(options.barrier, [&](auto policy) {
+    using P = decltype(policy);
+    impl->exec_any = [](Impl& im, ThreadCtx& t, std::int32_t fi, const Value* a, std::size_t n) {
+      return im.exec<P>(t, fi, a, n);
+    };
+  });
+  if (options.jit) {
+    CompileRequest req;
+    req.module = &module;
+    req.heap = &heap;
+    req.desc = impl->desc;
+    req.barrier = options.barrier;
+    for (const DecodedFunction& f : impl->fns) req.functions.push_back({f.ir, &f.code});
+    std::vector<CompiledFunction> out = options.jit->compile(req);
+    if (out.size() != impl->fns.size())
+      return make_error(ErrorCode::kProtocol, "code generator returned a wrong number of functions");
+    for (std::size_t i = 0; i < out.size(); ++i) impl->fns[i].compiled = std::move(out[i]);
+  }
   heap.add_root_provider(&impl->statics);
   return std::unique_ptr<Interpreter>(new Interpreter(std::move(impl), std::move(options)));
 }
@@ -531,6 +673,7 @@ Result<std::int64_t> Interpreter::run(const std::string& entry) {
   std::vector<std::unique_ptr<ThreadCtx>> ctx;
   for (std::uint32_t i = 0; i < n; ++i) {
     auto c = std::make_unique<ThreadCtx>();
+    c->im = &im;
     c->tid = i;
     c->rng = options_.seed * 0x2545f4914f6cdd1dull + i;
     c->m.roots = c.get();
@@ -550,8 +693,10 @@ Result<std::int64_t> Interpreter::run(const std::string& entry) {
   auto body = [&](std::uint32_t i) {
     ThreadCtx& t = *ctx[i];
     const Value args[3] = {{options_.size, false}, {i, false}, {n, false}};
+    // A compiled entry must accept run()'s scalar arguments (see CompiledFunction::entry_safe).
+    const bool may_compile = im.fns[static_cast<std::size_t>(fi)].compiled.entry_safe;
     results[i] = with_barrier_policy(options_.barrier, [&](auto policy) -> Result<Value> {
-      return im.exec<decltype(policy)>(t, fi, args, 3);
+      return im.exec<decltype(policy)>(t, fi, args, 3, may_compile);
     });
     im.heap->detach_mutator(&t.m);
     if (im.profiler && t.m.thread) im.profiler->detach_thread(*t.m.thread);
@@ -571,6 +716,13 @@ Result<std::int64_t> Interpreter::run(const std::string& entry) {
                         n > 1 ? fmt::format("thread {}: {}", i, results[i]->error().message) : results[i]->error().message);
   const Value& v = results[0]->value();
   return v.ref ? std::int64_t{0} : static_cast<std::int64_t>(v.v);
+}
+
+std::vector<Interpreter::FunctionMode> Interpreter::function_modes() const {
+  std::vector<FunctionMode> out;
+  for (const DecodedFunction& f : impl_->fns)
+    out.push_back({f.ir->name, f.compiled.entry != nullptr, f.compiled.entry ? std::string() : f.compiled.reason});
+  return out;
 }
 
 InterpStats Interpreter::stats() const {

@@ -21,6 +21,7 @@
 #include <objprof/ir/ir.h>
 #include <objprof/profiler.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -28,6 +29,8 @@
 #include <vector>
 
 namespace objprof::sim {
+
+class CodeGenerator;
 
 struct InterpOptions {
   ir::PassKind pass = ir::PassKind::kNone;
@@ -38,6 +41,9 @@ struct InterpOptions {
   std::uint32_t max_depth = 2000;
   std::string module_name = "module";  // prefix of thread names
   std::function<void(std::uint32_t thread, std::int64_t value)> on_progress;
+  // Compiles the module's functions to native code (backends/jit); null: interpret everything.
+  // Functions the generator declines run in the interpreter (mixed mode).
+  std::shared_ptr<CodeGenerator> jit;
 };
 
 struct InterpStats {
@@ -60,8 +66,17 @@ class Interpreter {
   // returns thread 0's result (a scalar, or 0). The first error of any thread wins.
   Result<std::int64_t> run(const std::string& entry = "main");
 
+  // Counters of interpreted code only: compiled code counts no instructions or accesses.
   InterpStats stats() const;
   const InterpOptions& options() const { return options_; }
+
+  // How each function runs: compiled, or interpreted and why (`objprof run --verbose`).
+  struct FunctionMode {
+    std::string name;
+    bool compiled = false;
+    std::string reason;  // why it stays interpreted
+  };
+  std::vector<FunctionMode> function_modes() const;
 
   struct Impl;
 
@@ -70,5 +85,90 @@ class Interpreter {
   std::unique_ptr<Impl> impl_;
   InterpOptions options_;
 };
+
+// --- The interface of compiled code (backends/jit) ---------------------------------------------
+//
+// Compiled code keeps IR registers in machine registers and uses the interpreter's frame (one
+// Value per IR register, the GC roots the collectors scan) as its root slots: before anything that
+// may GC it stores every register that may hold a reference there and reloads them afterwards.
+// Everything that touches the runtime (allocation, calls, builtins, safepoints, error messages)
+// goes through the rt:: functions below, which share the interpreter's code, so both modes
+// behave the same.
+
+// One IR register in a frame. Layout fixed for code generators: value at 0, tag byte at 8.
+struct Value {
+  std::uint64_t v = 0;
+  bool ref = false;
+};
+static_assert(sizeof(Value) == 16 && offsetof(Value, v) == 0 && offsetof(Value, ref) == 8);
+
+// One instruction, decoded once (field slots, type ids, callees, branch targets as linear pcs).
+struct DecodedInstr {
+  ir::Opcode op = ir::Opcode::kSafepoint;
+  std::uint8_t sub = 0;
+  std::uint8_t kept = 0;  // bit i: operand i keeps its barrier (the chosen pass's decision)
+  bool field_ref = false;
+  ir::Reg dst = ir::kNoReg;
+  ir::Reg a = ir::kNoReg, b = ir::kNoReg, c = ir::kNoReg;
+  std::uint32_t slot = 0;
+  std::uint32_t type = 0;        // field owner type / allocated type (heap type id)
+  std::uint32_t alloc_site = 0;  // profiler site id
+  std::int32_t callee = 0;       // >= 0: function index; < 0: a builtin
+  std::int64_t imm = 0;
+  std::uint32_t t0 = 0, t1 = 0;
+  std::vector<std::uint32_t> targets;
+  std::vector<ir::Reg> args;
+  const ir::Instr* src = nullptr;
+};
+
+// Builtins a code generator needs to know about (result kinds); the rest return a scalar.
+bool builtin_returns_tagged(std::int32_t callee);  // sys.static_get / sys.static_init
+
+// Entry of a compiled function. `thread` is opaque (pass it to rt::*); `regs` is the frame with
+// the parameters in place and every other register {0, false}; the result goes to *ret.
+// Returns 0, or 1 when the run failed (the error is recorded on the thread).
+using CompiledFn = std::uint32_t (*)(void* thread, Value* regs, Value* ret, ThreadState* ts);
+
+struct CompileRequest {
+  const ir::Module* module = nullptr;
+  const Heap* heap = nullptr;
+  const BarrierDescriptor* desc = nullptr;  // null: no profiler, so no barriers
+  BarrierConfig barrier{};
+  struct Function {
+    const ir::Function* ir = nullptr;
+    const std::vector<DecodedInstr>* code = nullptr;
+  };
+  std::vector<Function> functions;  // module order; function index = position
+};
+
+struct CompiledFunction {
+  CompiledFn entry = nullptr;  // null: interpreted, `reason` says why
+  std::string reason;
+  // May the interpreter's run() enter it directly (its parameters accept the scalar
+  // (size, thread, threads) arguments)? Otherwise a top-level run interprets it.
+  bool entry_safe = false;
+};
+
+class CodeGenerator {
+ public:
+  virtual ~CodeGenerator() = default;
+  // One result per function of `request`. The code must stay valid while the generator lives.
+  virtual std::vector<CompiledFunction> compile(const CompileRequest& request) = 0;
+};
+
+// Runtime calls of compiled code: (thread, function index, pc) name the instruction; `regs` is
+// the caller's frame, holding the instruction's operands. 0: ok; 1: the run failed (recorded).
+namespace rt {
+// new / newarray: writes the new object to regs[dst]. May GC.
+std::uint32_t alloc(void* thread, std::uint32_t fn, std::uint32_t pc, Value* regs) noexcept;
+// invoke / call (after the receiver's check and barrier): writes the result to regs[dst]. May GC
+// unless `.nogc` (a `.nogc` callee that does GC is an error in compiled code: its caller's
+// references were not in its root slots).
+std::uint32_t call(void* thread, std::uint32_t fn, std::uint32_t pc, Value* regs) noexcept;
+// safepoint: parks while another thread collects. May GC.
+std::uint32_t safepoint(void* thread) noexcept;
+// A check failed in compiled code: records the interpreter's error for this instruction.
+std::uint32_t fail(void* thread, std::uint32_t fn, std::uint32_t pc, Value* regs) noexcept;
+}  // namespace rt
 
 }  // namespace objprof::sim

@@ -4,6 +4,7 @@
 
 #include <objprof/objprof.h>
 
+#include "backends/jit/jit.h"
 #include "sim/heap.h"
 #include "sim/interp.h"
 #include "sim/workloads.h"
@@ -32,6 +33,8 @@ struct RunOptions {
   std::uint64_t size = 0;  // 0: the workload's `; @size` default, else 1000
   std::uint64_t seed = 1;
   bool quiet = false;
+  std::string exec = "interp";
+  bool verbose = false;
 };
 
 // Defaults a workload file declares in comments: `; @size 2000` and `; @heap 4M`.
@@ -81,6 +84,13 @@ int run(const RunOptions& o) {
   io.seed = o.seed;
   io.threads = o.threads;
   io.module_name = o.workload;
+  std::shared_ptr<backends::jit::Jit> jit;
+  if (o.exec == "jit") {
+    jit = backends::jit::make_jit();
+    io.jit = jit;
+  } else if (o.exec != "interp") {
+    return fail("--exec must be interp or jit, not '" + o.exec + "'");
+  }
 
   ProfilerOptions po;
   po.stale_after_epochs = o.stale_after;
@@ -111,6 +121,14 @@ int run(const RunOptions& o) {
              io.threads, io.threads == 1 ? "" : "s");
   fmt::print("  heap {} ({}), pass {}, barrier {}, GC_K {} epochs, tracking objects >= {} bytes\n",
              sim::format_bytes(h.options().heap_bytes), o.gc, o.pass, o.barrier, o.stale_after, o.min_size);
+  if (jit) {
+    const auto js = jit->stats();
+    fmt::print("  exec jit: {} function{} compiled ({} bytes of code), {} interpreted\n", js.compiled,
+               js.compiled == 1 ? "" : "s", js.code_bytes, js.interpreted);
+    if (o.verbose)
+      for (const auto& m : (*interp)->function_modes())
+        fmt::print("    {}: {}\n", m.name, m.compiled ? "compiled" : "interpreted (" + m.reason + ")");
+  }
   const auto t0 = std::chrono::steady_clock::now();
   auto result = (*interp)->run("main");
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -127,8 +145,9 @@ int run(const RunOptions& o) {
   fmt::print("  objects: {} allocated ({}), {} large, {} freed, {} moved; {} tracked by the profiler\n",
              s.objects_allocated, sim::format_bytes(s.bytes_allocated), hs.large_objects_allocated, hs.objects_freed,
              hs.objects_moved, s.objects_tracked);
-  fmt::print("  accesses: {} executed by {} instructions; the {} pass kept {} of {} access sites, elided {} accesses\n",
-             is.accesses, is.instructions, o.pass, is.static_kept, is.static_sites, is.barriers_elided);
+  fmt::print("  accesses: {} executed by {} instructions{}; the {} pass kept {} of {} access sites, elided {} accesses\n",
+             is.accesses, is.instructions, jit ? " (interpreted code only)" : "", o.pass, is.static_kept,
+             is.static_sites, is.barriers_elided);
   fmt::print("  barriers: {} executed, {} cache hits ({:.1f}%), {} bits set; {} granules harvested\n", s.barriers_executed,
              s.barrier_cache_hits, pct, s.bitmap_marks, s.bits_harvested);
   if (!o.trace.empty()) fmt::print("  trace: {} ({} bytes, {} chunks)\n", o.trace, s.trace_bytes, s.trace_chunks);
@@ -159,6 +178,8 @@ const RegisterCommand kRun([](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--size", opt->size, "workload size parameter (default: the workload's)");
   cmd->add_option("--seed", opt->seed, "seed of sys.rand");
   cmd->add_flag("--quiet", opt->quiet, "no progress lines");
+  cmd->add_option("--exec", opt->exec, "interp (the IR interpreter) or jit (compiled with asmjit; what it cannot compile is interpreted)");
+  cmd->add_flag("--verbose", opt->verbose, "with --exec=jit: say which functions run compiled, and why the others do not");
   return [opt] { return run(*opt); };
 });
 

@@ -1,0 +1,94 @@
+// The JIT driver: infers register kinds over the module, builds the type table compiled checks
+// read, and lowers each function for this architecture; what it cannot compile stays
+// interpreted, with the reason (mixed mode).
+#include "jit.h"
+
+#include "kinds.h"
+#include "lower.h"
+
+#include <objprof/barrier.h>
+
+#include <asmjit/core.h>
+
+#include <algorithm>
+#include <mutex>
+
+namespace objprof::backends::jit {
+namespace {
+
+template <class P>
+void barrier_call(ThreadState* thread, const BarrierDescriptor* space, Address obj) noexcept {
+  access<P>(*thread, *space, obj);
+}
+
+}  // namespace
+
+struct Jit::Impl {
+  JitOptions options;
+  asmjit::JitRuntime runtime;
+  std::vector<std::vector<std::uint8_t>> type_tables;  // one per compile(); code points into it
+  mutable std::mutex mu;
+  JitStats stats;
+};
+
+bool jit_supported() {
+#if defined(__x86_64__)
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::shared_ptr<Jit> make_jit(JitOptions options) { return std::shared_ptr<Jit>(new Jit(std::move(options))); }
+
+Jit::Jit(JitOptions options) : impl_(std::make_unique<Impl>()) { impl_->options = std::move(options); }
+Jit::~Jit() = default;
+
+JitStats Jit::stats() const {
+  std::lock_guard lk(impl_->mu);
+  return impl_->stats;
+}
+
+std::vector<sim::CompiledFunction> Jit::compile(const sim::CompileRequest& req) {
+  std::lock_guard lk(impl_->mu);
+  std::vector<sim::CompiledFunction> out(req.functions.size());
+  const std::vector<FunctionKinds> kinds = infer_kinds(req);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i].entry_safe = true;
+    for (ir::Reg p : req.functions[i].ir->params)
+      if (kinds[i].reg[p] == kRef) out[i].entry_safe = false;  // run() passes scalars
+  }
+  auto& flags = impl_->type_tables.emplace_back(req.heap->type_count(), 0);
+  for (std::uint32_t t = 1; t < req.heap->type_count(); ++t) {
+    const sim::SimType& ty = req.heap->type(t);
+    flags[t] = static_cast<std::uint8_t>((ty.is_array ? kTypeIsArray : 0) | (ty.elem_is_ref ? kTypeRefElems : 0));
+  }
+  LowerInput in;
+  in.request = &req;
+  in.kinds = &kinds;
+  in.type_flags = flags.data();
+  in.barriers = impl_->options.barriers && req.desc != nullptr;
+  with_barrier_policy(req.barrier, [&](auto policy) { in.barrier_fn = &barrier_call<decltype(policy)>; });
+  in.runtime = &impl_->runtime;
+  in.listing = impl_->options.keep_listing ? &impl_->stats.listing : nullptr;
+  const auto& skip = impl_->options.interpret;
+  for (std::uint32_t fi = 0; fi < out.size(); ++fi) {
+    const std::string& name = req.functions[fi].ir->name;
+    if (std::find(skip.begin(), skip.end(), name) != skip.end()) {
+      out[fi].reason = "excluded by JitOptions::interpret";
+    } else if (!jit_supported()) {
+      out[fi].reason = "unsupported on this arch";
+    } else {
+      in.fn = fi;
+      Lowered l = lower_x86_64(in);
+      out[fi].entry = l.entry;
+      out[fi].reason = l.error;
+      impl_->stats.code_bytes += l.code_bytes;
+    }
+    if (out[fi].entry) ++impl_->stats.compiled;
+    else ++impl_->stats.interpreted;
+  }
+  return out;
+}
+
+}  // namespace objprof::backends::jit

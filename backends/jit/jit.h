@@ -1,0 +1,58 @@
+// The JIT for IR methods: compiles the sim's decoded IR functions to native code with asmjit's
+// Compiler (its register allocator maps IR registers to machine registers) and hands them to
+// the interpreter as a sim::CodeGenerator (InterpOptions::jit). docs/jit.md describes the code.
+//
+//   auto jit = backends::jit::make_jit({});
+//   sim::InterpOptions io; io.jit = jit;   // functions the JIT declines stay interpreted
+//
+// Supported: x86_64 (x86::Compiler). On other architectures every function is declined with
+// "unsupported on this arch" and runs in the interpreter (mixed mode).
+#pragma once
+
+#include "sim/interp.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace objprof::backends::jit {
+
+struct JitOptions {
+  // false: emit no access barrier at all (the "no barriers" baseline of the benchmark ladder;
+  // the profile is then empty). true: a barrier at every access the elimination pass kept.
+  bool barriers = true;
+  // Functions to leave to the interpreter (tests of mixed mode, bisecting).
+  std::vector<std::string> interpret;
+  // Keep asmjit's listing of every compiled function (see JitStats::listing).
+  bool keep_listing = false;
+};
+
+struct JitStats {
+  std::uint32_t compiled = 0, interpreted = 0;
+  std::uint64_t code_bytes = 0;
+  std::string listing;  // with keep_listing
+};
+
+// True when this build can compile (x86_64).
+bool jit_supported();
+
+class Jit;
+// A generator; keep it (InterpOptions holds a shared_ptr) while the interpreter runs its code.
+std::shared_ptr<Jit> make_jit(JitOptions options = {});
+
+class Jit : public sim::CodeGenerator {
+ public:
+  ~Jit() override;
+  std::vector<sim::CompiledFunction> compile(const sim::CompileRequest& request) override;
+  JitStats stats() const;
+
+  struct Impl;
+
+ private:
+  friend std::shared_ptr<Jit> make_jit(JitOptions options);
+  explicit Jit(JitOptions options);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace objprof::backends::jit

@@ -1,0 +1,44 @@
+// The per-architecture lowering of one decoded IR function (backends/jit/*_lower.cc), called by
+// the JIT driver (jit.cc) with everything decided up front.
+#pragma once
+
+#include "kinds.h"
+
+#include "sim/interp.h"
+
+#include <asmjit/core.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace objprof::backends::jit {
+
+// Per heap type id: bit 0 = array, bit 1 = array of references (compiled checks read this
+// table instead of the heap's type objects).
+inline constexpr std::uint8_t kTypeIsArray = 1, kTypeRefElems = 2;
+
+// Runs objprof::access<Policy> for the run's barrier variant (a call from compiled code while
+// the inline emitters of backends/barrier_emitter.h are not wired in).
+using BarrierFn = void (*)(ThreadState* thread, const BarrierDescriptor* space, Address obj) noexcept;
+
+struct LowerInput {
+  const sim::CompileRequest* request = nullptr;
+  std::uint32_t fn = 0;                       // index of the function to compile
+  const std::vector<FunctionKinds>* kinds = nullptr;
+  const std::uint8_t* type_flags = nullptr;   // see kTypeIsArray
+  bool barriers = true;                       // JitOptions::barriers and a profiler present
+  BarrierFn barrier_fn = nullptr;
+  asmjit::JitRuntime* runtime = nullptr;
+  std::string* listing = nullptr;             // appended when non-null
+};
+
+struct Lowered {
+  sim::CompiledFn entry = nullptr;
+  std::uint64_t code_bytes = 0;
+  std::string error;  // entry null: why
+};
+
+Lowered lower_x86_64(const LowerInput& in);
+
+}  // namespace objprof::backends::jit
