@@ -54,8 +54,10 @@ struct EmitterConfig {
   bool count = false;  // maintain ThreadState::counters exactly like BarrierPolicy<.., true>
   BoundsSource bounds = BoundsSource::kDescriptor;
   // Emit the seed's order (range check, then cache compare) instead of the C++ barrier's
-  // (cache compare first, so a hit costs one compare). Same behaviour: the cache only ever
-  // holds 0 or an in-range object (barrier.h); the differential tests check both orders.
+  // (cache compare first, so a hit costs one compare). The bitmap and the cache come out the
+  // same (the cache only ever holds 0 or an in-range object), but the counters do not: null
+  // with an empty cache is a hit for the C++ barrier and a range rejection here. So
+  // validate() refuses range_first with count.
   bool range_first = false;
   A64Atomics a64_atomics = A64Atomics::kAuto;
 
@@ -63,6 +65,10 @@ struct EmitterConfig {
   static EmitterConfig from(const BarrierConfig& c, CacheLocation where = CacheLocation::kThreadField);
   // The C++ policy with identical observable behaviour (bitmap, ThreadState::cache, counters).
   BarrierConfig barrier_config() const;
+
+  // Refuses combinations whose behaviour would differ from barrier_config()'s C++ policy.
+  // Both emitters call it first.
+  Status validate() const;
 
   bool uses_cache() const noexcept { return cache != CacheLocation::kNone; }
   bool uses_thread() const noexcept { return cache == CacheLocation::kThreadField || count; }
@@ -79,7 +85,8 @@ Result<EmitterConfig> parse_emitter_config(std::string_view text);
 
 // Every variant the emitters support: cache {none, field, pinned} x mark {racy, atomic,
 // atomic-test-first} x count {off, on} x bounds {immediate, descriptor}, each with
-// range_first off, plus range_first on for the variants that have a cache. a64_atomics kAuto.
+// range_first off, plus range_first on for the variants that have a cache and do not count
+// (48 in all). a64_atomics kAuto.
 std::vector<EmitterConfig> all_emitter_configs();
 
 // Offsets into ThreadState the emitted code addresses relative to the thread register.

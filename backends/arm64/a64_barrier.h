@@ -1,17 +1,18 @@
-// The access barrier emitted for arm64 into any asmjit a64::Emitter (Assembler, Builder or
-// Compiler). The racy thread-field sequence is seed 001 §2.3's (docs/backends.md puts the two
-// side by side):
-//     ldr   x16, [x19, #cache]            ; compare with the cached object
-//     cmp   x16, x1
+// The access barrier emitted for arm64 into any asmjit emitter attached to AArch64 code
+// (Assembler, Builder, or Compiler with virtual registers in A64BarrierRegs). Racy,
+// thread-field cache, object in x1, default scratch x16, x17, x15 (docs/backends.md puts it
+// beside seed 001 §2.3's sequence):
+//     ldr   x17, [x19, #cache]            ; compare with the cached object
+//     cmp   x17, x1
 //     b.eq  done
-//     mov   x16, #begin  / ldr x16, [desc, #begin]
-//     sub   x16, x1, x16                  ; range check against the space:
-//     mov   x17, #size   / ldr x17, [desc, #size]
-//     cmp   x16, x17                      ;   one unsigned compare (below begin wraps, null too)
+//     ldr   x16, [desc, #begin]           ; range check against the space
+//     sub   x16, x1, x16                  ;   (kImmediate: movz/movk x16, #begin)
+//     ldr   x17, [desc, #size]            ;   (kImmediate: movz/movk x17, #size)
+//     cmp   x16, x17                      ;   one unsigned compare: below begin wraps, null too
 //     b.hs  done
 //     str   x1, [x19, #cache]             ; store the new cache
 //     lsr   x16, x16, #log2K              ; byte and bit
-//     ldr   x17, [desc, #bitmap]          ; the active buffer, reloaded on every miss
+//     ldr   x17, [desc, #bitmap]          ;   the active buffer, reloaded on every miss
 //     add   x17, x17, x16, lsr #3
 //     and   w16, w16, #7
 //     mov   w15, #1
@@ -20,7 +21,9 @@
 //     orr   w15, w15, w16
 //     strb  w15, [x17]
 //   done:
-// Atomic marks replace the last three with `stsetb w16, [x17]` (LSE) or an ldxrb/stxrb loop.
+// Atomic marks replace the last three with `stsetb w16, [x17]` (LSE) or an
+// ldxrb/orr/stxrb/cbnz loop whose status goes to the fourth scratch register (x14).
+// No descriptor register: x15 is loaded with &desc (movz/movk) once.
 #pragma once
 
 #include "backends/emit_config.h"
@@ -55,10 +58,10 @@ int a64_scratch_count(const EmitterConfig& cfg) noexcept;
 // host is not arm64, since ARMv8.0 is the baseline every arm64 CPU runs).
 A64Atomics a64_resolve_atomics(A64Atomics a) noexcept;
 
-Status emit_access_barrier(asmjit::a64::Emitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
+Status emit_access_barrier(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
                            const A64BarrierRegs& regs);
 
-Status emit_load_pinned_cache(asmjit::a64::Emitter& e, const A64BarrierRegs& regs);
-Status emit_store_pinned_cache(asmjit::a64::Emitter& e, const A64BarrierRegs& regs);
+Status emit_load_pinned_cache(asmjit::BaseEmitter& e, const A64BarrierRegs& regs);
+Status emit_store_pinned_cache(asmjit::BaseEmitter& e, const A64BarrierRegs& regs);
 
 }  // namespace objprof::backends

@@ -1,24 +1,26 @@
-// The access barrier emitted for x86_64 into any asmjit x86::Emitter (Assembler, Builder, or
-// Compiler via cc.as<x86::Emitter>() with virtual registers in X86BarrierRegs).
+// The access barrier emitted for x86_64 into any asmjit emitter attached to x86_64 code
+// (Assembler, Builder, or Compiler with virtual registers in X86BarrierRegs).
 //
-// Racy, thread-field cache, bounds from the descriptor (scratch t0, t1, t2):
-//     cmp   obj, [thread + cache]         ; hit: one compare and a taken-not branch
+// Racy, thread-field cache, bounds from the descriptor (scratch t0, t1, t2 = r10, r11, rax):
+//     cmp   obj, [thread + cache]         ; a hit is one compare and one taken branch
 //     je    done
 //     mov   t0, obj
 //     sub   t0, [desc + begin]
 //     cmp   t0, [desc + size]             ; unsigned: below begin wraps around, null too
 //     jae   done
 //     mov   [thread + cache], obj
-//     shr   t0, log2K                     ; granule
 //     mov   t1, t0
-//     shr   t1, 3                         ; byte index
+//     shr   t1, log2K + 3                 ; byte index
 //     add   t1, [desc + bitmap]           ; the active buffer, reloaded on every miss
-//     and   t0d, 7
+//     shr   t0, log2K                     ; granule
+//     and   t0d, 7                        ; bit index
 //     xor   t2d, t2d
-//     bts   t2d, t0d                      ; mask = 1 << bit (no cl needed)
+//     bts   t2d, t0d                      ; mask = 1 << bit (bts reg,reg: one cycle, no cl)
 //     or    byte [t1], t2b                ; kAtomic: lock or; kAtomicTestFirst: test/jnz first
 //   done:
-// Counting adds `inc qword [thread + counter]` for executed, cache_hits and marks.
+// Immediate bounds: `lea t0, [obj - begin]` (or mov/add for a high space) and `cmp t0, size`.
+// No descriptor register: t2 is loaded with &desc once. Counting adds a non-locked
+// `inc qword [thread + counter]` for executed, cache_hits and marks (owner-thread counters).
 #pragma once
 
 #include "backends/emit_config.h"
@@ -49,11 +51,11 @@ inline constexpr int kX86ScratchCount = 3;
 
 // Emits one barrier for regs.obj. Returns an error (and emits nothing usable) if a needed
 // register is missing, registers alias, a register is not 64-bit, or asmjit reports one.
-Status emit_access_barrier(asmjit::x86::Emitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
+Status emit_access_barrier(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
                            const X86BarrierRegs& regs);
 
 // Pinned cache register <-> ThreadState::cache: on method entry / after a safepoint, and on exit.
-Status emit_load_pinned_cache(asmjit::x86::Emitter& e, const X86BarrierRegs& regs);
-Status emit_store_pinned_cache(asmjit::x86::Emitter& e, const X86BarrierRegs& regs);
+Status emit_load_pinned_cache(asmjit::BaseEmitter& e, const X86BarrierRegs& regs);
+Status emit_store_pinned_cache(asmjit::BaseEmitter& e, const X86BarrierRegs& regs);
 
 }  // namespace objprof::backends

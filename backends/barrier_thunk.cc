@@ -1,0 +1,133 @@
+// Host-native barrier thunks (see barrier_thunk.h). Each architecture's prologue saves only
+// the callee-saved registers the conventions reserve (thread and pinned cache); the barrier's
+// scratch registers are caller-saved in both ABIs, so nothing else needs saving.
+#include "backends/barrier_thunk.h"
+
+#include "backends/barrier_emitter.h"
+#include "backends/emit_util.h"
+
+#if defined(__aarch64__)
+#include <asmjit/arm/a64assembler.h>
+#endif
+
+namespace objprof::backends {
+
+namespace {
+
+#if defined(__x86_64__)
+Status emit_thunk(asmjit::CodeHolder& code, const EmitterConfig& cfg, const BarrierDescriptor& desc, ThunkKind kind,
+                  bool pass_desc_register) {
+  namespace x86 = asmjit::x86;
+  x86::Assembler a(&code);
+  // SysV: rdi = thread, rsi = desc, rdx = obj (kSingle) or objs (kLoop), rcx = n.
+  X86BarrierRegs regs = X86BarrierRegs::sysv(kind == ThunkKind::kSingle ? x86::rdx : x86::r8);
+  if (pass_desc_register) regs.desc = x86::rsi;
+  const bool pinned = cfg.cache == CacheLocation::kPinnedRegister;
+  OBJPROF_EMIT(a.push(x86::r15));
+  OBJPROF_EMIT(a.push(x86::r14));
+  OBJPROF_EMIT(a.mov(x86::r15, x86::rdi));
+  if (pinned)
+    if (Status s = emit_load_pinned_cache(a, regs); !s) return s;
+  const asmjit::Label end = a.newLabel();
+  if (kind == ThunkKind::kSingle) {
+    if (Status s = emit_access_barrier(a, cfg, desc, regs); !s) return s;
+  } else {
+    const asmjit::Label top = a.newLabel();
+    OBJPROF_EMIT(a.test(x86::rcx, x86::rcx));
+    OBJPROF_EMIT(a.jz(end));
+    OBJPROF_EMIT(a.align(asmjit::AlignMode::kCode, 16));
+    OBJPROF_EMIT(a.bind(top));
+    OBJPROF_EMIT(a.mov(x86::r8, x86::qword_ptr(x86::rdx)));
+    if (Status s = emit_access_barrier(a, cfg, desc, regs); !s) return s;
+    OBJPROF_EMIT(a.add(x86::rdx, 8));
+    OBJPROF_EMIT(a.dec(x86::rcx));
+    OBJPROF_EMIT(a.jnz(top));
+  }
+  OBJPROF_EMIT(a.bind(end));
+  if (pinned)
+    if (Status s = emit_store_pinned_cache(a, regs); !s) return s;
+  OBJPROF_EMIT(a.pop(x86::r14));
+  OBJPROF_EMIT(a.pop(x86::r15));
+  OBJPROF_EMIT(a.ret());
+  return Status::Ok();
+}
+#elif defined(__aarch64__)
+Status emit_thunk(asmjit::CodeHolder& code, const EmitterConfig& cfg, const BarrierDescriptor& desc, ThunkKind kind,
+                  bool pass_desc_register) {
+  namespace a64 = asmjit::a64;
+  a64::Assembler a(&code);
+  // AAPCS64: x0 = thread, x1 = desc, x2 = obj (kSingle) or objs (kLoop), x3 = n.
+  A64BarrierRegs regs = A64BarrierRegs::art(kind == ThunkKind::kSingle ? a64::x2 : a64::x4);
+  if (pass_desc_register) regs.desc = a64::x1;
+  const bool pinned = cfg.cache == CacheLocation::kPinnedRegister;
+  OBJPROF_EMIT(a.stp(a64::x19, a64::x21, asmjit::arm::ptr_pre(a64::sp, -16)));
+  OBJPROF_EMIT(a.mov(a64::x19, a64::x0));
+  if (pinned)
+    if (Status s = emit_load_pinned_cache(a, regs); !s) return s;
+  const asmjit::Label end = a.newLabel();
+  if (kind == ThunkKind::kSingle) {
+    if (Status s = emit_access_barrier(a, cfg, desc, regs); !s) return s;
+  } else {
+    const asmjit::Label top = a.newLabel();
+    OBJPROF_EMIT(a.cbz(a64::x3, end));
+    OBJPROF_EMIT(a.bind(top));
+    OBJPROF_EMIT(a.ldr(a64::x4, asmjit::arm::ptr_post(a64::x2, 8)));
+    if (Status s = emit_access_barrier(a, cfg, desc, regs); !s) return s;
+    OBJPROF_EMIT(a.subs(a64::x3, a64::x3, asmjit::Imm(1)));
+    OBJPROF_EMIT(a.b_ne(top));
+  }
+  OBJPROF_EMIT(a.bind(end));
+  if (pinned)
+    if (Status s = emit_store_pinned_cache(a, regs); !s) return s;
+  OBJPROF_EMIT(a.ldp(a64::x19, a64::x21, asmjit::arm::ptr_post(a64::sp, 16)));
+  OBJPROF_EMIT(a.ret(a64::x30));
+  return Status::Ok();
+}
+#endif
+
+}  // namespace
+
+bool barrier_thunks_supported() noexcept {
+#if defined(__x86_64__) || defined(__aarch64__)
+  return true;
+#else
+  return false;
+#endif
+}
+
+Result<BarrierThunk> BarrierThunk::compile(asmjit::JitRuntime& rt, const EmitterConfig& cfg,
+                                           const BarrierDescriptor& desc, ThunkKind kind, bool pass_desc_register) {
+#if defined(__x86_64__) || defined(__aarch64__)
+  asmjit::CodeHolder code;
+  if (Status s = detail::asmjit_status(code.init(rt.environment()), "CodeHolder::init"); !s)
+    return s.error();
+  if (Status s = emit_thunk(code, cfg, desc, kind, pass_desc_register); !s) return s.error();
+  void* fn = nullptr;
+  if (Status s = detail::asmjit_status(rt.add(&fn, &code), "JitRuntime::add"); !s) return s.error();
+  return BarrierThunk(&rt, fn, kind);
+#else
+  (void)rt, (void)cfg, (void)desc, (void)kind, (void)pass_desc_register;
+  return make_error(ErrorCode::kUnsupported, "barrier thunks run only on x86_64 and arm64 hosts");
+#endif
+}
+
+BarrierThunk::BarrierThunk(BarrierThunk&& other) noexcept : rt_(other.rt_), fn_(other.fn_), kind_(other.kind_) {
+  other.fn_ = nullptr;
+}
+
+BarrierThunk& BarrierThunk::operator=(BarrierThunk&& other) noexcept {
+  if (this != &other) {
+    if (fn_ != nullptr) rt_->release(fn_);
+    rt_ = other.rt_;
+    fn_ = other.fn_;
+    kind_ = other.kind_;
+    other.fn_ = nullptr;
+  }
+  return *this;
+}
+
+BarrierThunk::~BarrierThunk() {
+  if (fn_ != nullptr) rt_->release(fn_);
+}
+
+}  // namespace objprof::backends

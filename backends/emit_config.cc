@@ -1,0 +1,141 @@
+// Names, parsing and the variant list of EmitterConfig; the layout self-check.
+#include "backends/emit_config.h"
+
+#include <array>
+
+namespace objprof::backends {
+
+const char* cache_location_name(CacheLocation c) noexcept {
+  switch (c) {
+    case CacheLocation::kNone: return "none";
+    case CacheLocation::kThreadField: return "field";
+    case CacheLocation::kPinnedRegister: return "pinned";
+  }
+  return "?";
+}
+
+const char* bounds_source_name(BoundsSource b) noexcept {
+  switch (b) {
+    case BoundsSource::kImmediate: return "imm";
+    case BoundsSource::kDescriptor: return "desc";
+  }
+  return "?";
+}
+
+const char* a64_atomics_name(A64Atomics a) noexcept {
+  switch (a) {
+    case A64Atomics::kAuto: return "auto";
+    case A64Atomics::kLse: return "lse";
+    case A64Atomics::kExclusive: return "exclusive";
+  }
+  return "?";
+}
+
+EmitterConfig EmitterConfig::from(const BarrierConfig& c, CacheLocation where) {
+  EmitterConfig e;
+  e.cache = c.cache ? where : CacheLocation::kNone;
+  e.mark = c.mark;
+  e.count = c.count;
+  return e;
+}
+
+BarrierConfig EmitterConfig::barrier_config() const {
+  BarrierConfig c;
+  c.cache = uses_cache();
+  c.mark = mark;
+  c.count = count;
+  return c;
+}
+
+Status EmitterConfig::validate() const {
+  if (range_first && count)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "barrier variant " + name() +
+                          ": the range-first order cannot count like the C++ barrier (null with an empty cache is a "
+                          "hit there); drop range-first or count");
+  return Status::Ok();
+}
+
+std::string EmitterConfig::name() const {
+  std::string s = cache_location_name(cache);
+  s += '/';
+  s += mark_mode_name(mark);
+  s += '/';
+  s += bounds_source_name(bounds);
+  if (count) s += "/count";
+  if (range_first) s += "/range-first";
+  if (a64_atomics != A64Atomics::kAuto) {
+    s += '/';
+    s += a64_atomics_name(a64_atomics);
+  }
+  return s;
+}
+
+Result<EmitterConfig> parse_emitter_config(std::string_view text) {
+  EmitterConfig cfg;
+  std::array<std::string_view, 8> parts{};
+  std::size_t n = 0;
+  for (std::size_t start = 0; start <= text.size();) {
+    const std::size_t slash = text.find('/', start);
+    const std::size_t end = slash == std::string_view::npos ? text.size() : slash;
+    if (n == parts.size())
+      return make_error(ErrorCode::kParse, "barrier variant '" + std::string(text) + "' has too many parts");
+    parts[n++] = text.substr(start, end - start);
+    start = end + 1;
+  }
+  auto bad = [&](std::string_view what, std::string_view part) -> Error {
+    return make_error(ErrorCode::kParse, "barrier variant '" + std::string(text) + "': " + std::string(what) + " '" +
+                                             std::string(part) + "'");
+  };
+  if (n < 3) return make_error(ErrorCode::kParse, "barrier variant '" + std::string(text) +
+                                                      "' must be cache/mark/bounds, e.g. field/racy/desc");
+  if (parts[0] == "none") cfg.cache = CacheLocation::kNone;
+  else if (parts[0] == "field") cfg.cache = CacheLocation::kThreadField;
+  else if (parts[0] == "pinned") cfg.cache = CacheLocation::kPinnedRegister;
+  else return bad("cache must be none, field or pinned, not", parts[0]);
+  if (parts[1] == "racy") cfg.mark = MarkMode::kRacy;
+  else if (parts[1] == "atomic") cfg.mark = MarkMode::kAtomic;
+  else if (parts[1] == "atomic-test-first") cfg.mark = MarkMode::kAtomicTestFirst;
+  else return bad("mark must be racy, atomic or atomic-test-first, not", parts[1]);
+  if (parts[2] == "imm") cfg.bounds = BoundsSource::kImmediate;
+  else if (parts[2] == "desc") cfg.bounds = BoundsSource::kDescriptor;
+  else return bad("bounds must be imm or desc, not", parts[2]);
+  for (std::size_t i = 3; i < n; ++i) {
+    if (parts[i] == "count") cfg.count = true;
+    else if (parts[i] == "range-first") cfg.range_first = true;
+    else if (parts[i] == "lse") cfg.a64_atomics = A64Atomics::kLse;
+    else if (parts[i] == "exclusive") cfg.a64_atomics = A64Atomics::kExclusive;
+    else return bad("unknown flag (count, range-first, lse, exclusive)", parts[i]);
+  }
+  if (Status s = cfg.validate(); !s) return make_error(ErrorCode::kParse, s.error().message);
+  return cfg;
+}
+
+std::vector<EmitterConfig> all_emitter_configs() {
+  std::vector<EmitterConfig> out;
+  for (CacheLocation c : {CacheLocation::kNone, CacheLocation::kThreadField, CacheLocation::kPinnedRegister})
+    for (MarkMode m : {MarkMode::kRacy, MarkMode::kAtomic, MarkMode::kAtomicTestFirst})
+      for (bool count : {false, true})
+        for (BoundsSource b : {BoundsSource::kImmediate, BoundsSource::kDescriptor})
+          for (bool range_first : {false, true}) {
+            if (range_first && (c == CacheLocation::kNone || count)) continue;  // no order; see validate()
+            EmitterConfig e;
+            e.cache = c;
+            e.mark = m;
+            e.count = count;
+            e.bounds = b;
+            e.range_first = range_first;
+            out.push_back(e);
+          }
+  return out;
+}
+
+bool thread_layout_matches() noexcept {
+  ThreadState t(0, {});
+  const auto* base = reinterpret_cast<const char*>(&t);
+  auto at = [&](const void* field) { return static_cast<std::size_t>(static_cast<const char*>(field) - base); };
+  return at(&t.cache) == thread_layout::kCache && at(&t.counters.executed) == thread_layout::kExecuted &&
+         at(&t.counters.cache_hits) == thread_layout::kCacheHits && at(&t.counters.marks) == thread_layout::kMarks;
+}
+
+}  // namespace objprof::backends
