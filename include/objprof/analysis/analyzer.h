@@ -1,0 +1,85 @@
+// The offline analyzer: reads a trace and builds every object's Address-Chain.
+//
+// How the records of one epoch e are applied (docs/analyzer.md has the full account):
+//   1. allocations of epoch e create objects at their addresses (birth on both clocks);
+//   2. gc-begin(e), then the epoch's access bitmap: each marked granule is resolved to the
+//      object that occupied it during epoch e — at its pre-GC address, because the GC's moves
+//      and deaths have not been applied yet (the paper: "process access events before
+//      calculating object movement and death information in this GC cycle");
+//   3. the GC's moves and frees are collected and applied together at gc-end(e): first every
+//      source address is looked up in the pre-GC heap, then every destination is written, so a
+//      compacting GC that moves B onto A's old address in the same cycle is read correctly;
+//   4. allocations made while the GC ran (a concurrent collector) are applied after its moves
+//      and frees: that GC never moves or frees them, and they may reuse an address it freed.
+// An address taken by a new object while the previous occupant has no free record means the
+// occupant died unreported (a runtime that leaves deaths implicit): its death is inferred at
+// the last GC before the reuse, and counted.
+//
+// Memory: the ChainStore (under 64 bytes per object) plus the address map of live objects.
+// Parallelism: a large bitmap dump is resolved with a oneTBB parallel loop; reading itself is
+// sequential (chunks must be applied in file order).
+#pragma once
+
+#include "objprof/analysis/trace_analysis.h"
+#include "objprof/result.h"
+#include "objprof/trace_reader.h"
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace objprof::analysis {
+
+struct AnalyzerOptions {
+  // Called now and then with the fraction of the input read (0..1); the CLI draws its
+  // progress bar with it. Called on the reading thread.
+  std::function<void(double)> progress;
+  // Bitmap dumps with at least this many marked words are resolved in parallel.
+  std::size_t parallel_bitmap_words = 4096;
+};
+
+// Incremental form: feed it to trace::read / read_file yourself (e.g. to also run other
+// visitors), then take() the result.
+class Analyzer final : public trace::Visitor {
+ public:
+  explicit Analyzer(AnalyzerOptions options = {});
+  ~Analyzer() override;
+  Analyzer(const Analyzer&) = delete;
+  Analyzer& operator=(const Analyzer&) = delete;
+
+  // For progress reports: the size of the input in bytes.
+  void set_input_bytes(std::uint64_t bytes) noexcept;
+
+  void header(const trace::Header& h) override;
+  void type_def(const trace::TypeDef& t) override;
+  void site_def(const trace::SiteDef& s) override;
+  void thread_def(const trace::ThreadDef& t) override;
+  void thread_end(std::uint32_t thread) override;
+  void alloc(const trace::AllocEvent& a) override;
+  void move(const trace::MoveEvent& m) override;
+  void free(const trace::FreeEvent& f) override;
+  void gc_begin(const trace::GcEvent& g) override;
+  void gc_end(const trace::GcEvent& g) override;
+  void bitmap_words(std::uint32_t space, std::uint64_t epoch,
+                    std::span<const std::pair<std::uint64_t, std::uint64_t>> index_word) override;
+  void stale(const trace::StaleEvent& s) override;
+  void end(std::uint64_t epoch, std::uint64_t bytes_allocated) override;
+
+  // Finishes the analysis with the reader's summary (truncation, warnings) and hands it over.
+  // Errors: more than 2^32 - 1 objects or epochs (kUnsupported).
+  Result<TraceAnalysis> take(const trace::ReadSummary& summary);
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> s_;
+};
+
+// Reads and analyzes a whole trace. A corrupt trace gives the reader's error; a truncated
+// one is analyzed up to its last whole chunk, with the reader's warning in `warnings`.
+Result<TraceAnalysis> analyze(std::span<const std::byte> trace, const AnalyzerOptions& options = {});
+Result<TraceAnalysis> analyze_file(const std::string& path, const AnalyzerOptions& options = {});
+
+}  // namespace objprof::analysis

@@ -1,0 +1,167 @@
+// ChainStore: the Address-Chain of every object in a trace, kept compact.
+//
+// The paper's chain of an object o is
+//     < (AllocSite, T_death), (T_0, Addr_0), (T_1, Addr_1), ... >   plus type, size, T_access...
+// where T is the GC epoch. objprof also keeps the thesis' clock (bytes allocated before the
+// object's birth) and the thread that allocated it.
+//
+// Layout (why it looks like this): a long trace has tens of millions of objects, most of
+// which never move and are accessed in a few consecutive epochs. So the common case is stored
+// inline in structure-of-arrays form (49 bytes per object), and the rare, variable-length
+// parts live in side arrays linked backwards from the object:
+//   - moves: one 16-byte record per (epoch, new address), newest first;
+//   - accessed epochs: the current run [run_first, run_last] inline; earlier runs (only when
+//     the object had a gap between accesses) as 12-byte records, newest first.
+// Sizes of 4 GiB and more go to a side table (no real object is that large, but a trace may
+// say so and must not be misread).
+//
+// Thread safety: appends and moves from one thread. try_extend_access() on distinct objects
+// may run concurrently (the analyzer's parallel bitmap pass); everything else is read-only
+// once the analysis is built.
+#pragma once
+
+#include "objprof/analysis/segmented_vector.h"
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+namespace objprof::analysis {
+
+using ObjectId = std::uint32_t;
+// "No epoch": an object still alive, never accessed, never moved.
+inline constexpr std::uint32_t kNoEpoch = 0xFFFF'FFFFu;
+inline constexpr std::uint32_t kNoIndex = 0xFFFF'FFFFu;
+
+// (T_i, Addr_i): where an object was from GC epoch `epoch` on. The first placement is the
+// allocation (epoch = birth epoch); each later one is a move made by the GC of that epoch.
+struct Placement {
+  std::uint32_t epoch = 0;
+  std::uint64_t addr = 0;
+  friend bool operator==(const Placement&, const Placement&) = default;
+};
+
+// Epochs first..last (inclusive), in each of which the object was accessed.
+struct EpochRun {
+  std::uint32_t first = 0, last = 0;
+  friend bool operator==(const EpochRun&, const EpochRun&) = default;
+};
+
+// Object flags.
+enum ObjectFlag : std::uint8_t {
+  // No free record: the object's address was taken by another object, so it must have died
+  // at or before the GC that preceded the reuse (a runtime that reports deaths implicitly).
+  kDeathInferred = 1,
+  // Allocated while a (concurrent) collection was running; that collection did not touch it.
+  kBornDuringGc = 2,
+  // The profiler's online tracker reported it as a possible leak (a `stale` record).
+  kReportedStale = 4,
+};
+
+// One object's chain, materialised for reports and tests.
+struct Chain {
+  ObjectId id = 0;
+  std::uint32_t context = 0;  // index into TraceAnalysis::contexts (site, type, thread)
+  std::uint64_t size = 0;
+  std::uint32_t birth_epoch = 0;
+  std::uint64_t birth_bytes = 0;
+  std::vector<Placement> placements;  // birth first, then one per move, oldest first
+  std::uint32_t death_epoch = kNoEpoch;  // the GC that freed it; kNoEpoch: alive at the end
+  std::uint8_t flags = 0;
+  std::vector<EpochRun> accessed;  // increasing, disjoint, non-adjacent
+  bool alive() const noexcept { return death_epoch == kNoEpoch; }
+};
+
+class ChainStore {
+ public:
+  std::size_t size() const noexcept { return ctx_.size(); }
+
+  // Appends a newborn object; returns its id (ids are dense, in file order).
+  ObjectId add(std::uint32_t context, std::uint64_t size, std::uint64_t addr, std::uint32_t epoch,
+               std::uint64_t bytes_clock, std::uint8_t flags);
+
+  // --- inline fields ---
+  std::uint32_t context(ObjectId o) const noexcept { return ctx_[o]; }
+  std::uint64_t size_of(ObjectId o) const noexcept {
+    const std::uint32_t s = size_[o];
+    return s != kBigSize ? s : big_sizes_.at(o);
+  }
+  std::uint64_t birth_addr(ObjectId o) const noexcept { return birth_addr_[o]; }
+  std::uint64_t birth_bytes(ObjectId o) const noexcept { return birth_bytes_[o]; }
+  std::uint32_t birth_epoch(ObjectId o) const noexcept { return birth_epoch_[o]; }
+  std::uint32_t death_epoch(ObjectId o) const noexcept { return death_epoch_[o]; }
+  bool alive(ObjectId o) const noexcept { return death_epoch_[o] == kNoEpoch; }
+  std::uint8_t flags(ObjectId o) const noexcept { return flags_[o]; }
+  // Last epoch with an access, kNoEpoch if never accessed.
+  std::uint32_t last_access(ObjectId o) const noexcept { return run_last_[o]; }
+  std::uint32_t first_access(ObjectId o) const noexcept;
+  // Number of epochs in which the object was accessed.
+  std::uint32_t access_count(ObjectId o) const noexcept;
+  std::uint32_t move_count(ObjectId o) const noexcept;
+  bool moved(ObjectId o) const noexcept { return last_move_[o] != kNoIndex; }
+  // Address at the end of the trace (or at death).
+  std::uint64_t last_addr(ObjectId o) const noexcept {
+    const std::uint32_t m = last_move_[o];
+    return m == kNoIndex ? birth_addr_[o] : moves_[m].addr;
+  }
+
+  // --- updates (analyzer) ---
+  void set_dead(ObjectId o, std::uint32_t epoch) noexcept { death_epoch_[o] = epoch; }
+  void add_flags(ObjectId o, std::uint8_t f) noexcept { flags_[o] = static_cast<std::uint8_t>(flags_[o] | f); }
+  void add_move(ObjectId o, std::uint32_t epoch, std::uint64_t to);
+  // Records an access in `epoch`. Returns false when the epoch starts a new run after a gap:
+  // the caller must then call start_run (which appends to a side array, so it is not safe
+  // to run concurrently). Epochs of one object must arrive in increasing order; an epoch at
+  // or before the last one is ignored.
+  bool try_extend_access(ObjectId o, std::uint32_t epoch) noexcept {
+    std::uint32_t& last = run_last_[o];
+    if (last == kNoEpoch) {
+      run_first_[o] = epoch;
+      last = epoch;
+      return true;
+    }
+    if (epoch <= last) return true;
+    if (epoch == last + 1) {
+      last = epoch;
+      return true;
+    }
+    return false;
+  }
+  void start_run(ObjectId o, std::uint32_t epoch);
+  void mark_accessed(ObjectId o, std::uint32_t epoch) {
+    if (!try_extend_access(o, epoch)) start_run(o, epoch);
+  }
+
+  // --- whole chains ---
+  Chain chain(ObjectId o) const;
+  std::vector<Placement> placements(ObjectId o) const;
+  std::vector<EpochRun> accessed(ObjectId o) const;
+  // Where the object was during epoch `epoch` (before that epoch's GC moved it); 0 if it was
+  // not yet born.
+  std::uint64_t addr_in_epoch(ObjectId o, std::uint32_t epoch) const;
+
+  // Bytes held by the store (every block and side table).
+  std::uint64_t memory_bytes() const noexcept;
+  std::uint64_t moves() const noexcept { return moves_.size(); }
+  std::uint64_t extra_runs() const noexcept { return runs_.size(); }
+
+ private:
+  static constexpr std::uint32_t kBigSize = 0xFFFF'FFFFu;
+  struct MoveRec {
+    std::uint64_t addr;
+    std::uint32_t epoch;
+    std::uint32_t prev;
+  };
+  struct RunRec {
+    std::uint32_t first, last, prev;
+  };
+
+  SegmentedVector<std::uint32_t> ctx_, size_, birth_epoch_, death_epoch_, last_move_, run_first_, run_last_, prev_runs_;
+  SegmentedVector<std::uint64_t> birth_addr_, birth_bytes_;
+  SegmentedVector<std::uint8_t> flags_;
+  SegmentedVector<MoveRec> moves_;
+  SegmentedVector<RunRec> runs_;
+  std::unordered_map<ObjectId, std::uint64_t> big_sizes_;
+};
+
+}  // namespace objprof::analysis

@@ -1,0 +1,48 @@
+// Object size demographics (thesis 004, 3.2.2 and 5.2.2): how many objects, and how many
+// bytes, were allocated at each size, and how many are live at the end. With few distinct
+// sizes (at most `exact_sizes`) every size is its own bin, as in the thesis (no cut-offs);
+// otherwise bins are powers of two (17-32, 33-64, ...).
+#pragma once
+
+#include "objprof/analysis/object_metrics.h"
+#include "objprof/analysis/trace_analysis.h"
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+namespace objprof::analysis {
+
+struct SizeBin {
+  std::uint64_t min = 0, max = 0;  // inclusive
+  std::uint64_t allocated_objects = 0, allocated_bytes = 0;
+  std::uint64_t live_objects = 0, live_bytes = 0;
+};
+
+struct SizeDemographics {
+  bool exact = false;  // one bin per size
+  std::vector<SizeBin> bins;  // increasing sizes; only non-empty bins
+};
+
+class SizeDemographicsBuilder {
+ public:
+  explicit SizeDemographicsBuilder(const TraceAnalysis& a, std::size_t exact_sizes = 24);
+  void add(ObjectId o, const ObjectMetrics& m);
+  void merge(const SizeDemographicsBuilder& other);
+  SizeDemographics finish() const;
+
+ private:
+  struct Acc {
+    std::uint64_t objects = 0, bytes = 0, live_objects = 0, live_bytes = 0;
+  };
+  static void add_to(Acc& acc, const Acc& x);
+  const TraceAnalysis* a_;
+  std::size_t exact_limit_;
+  bool too_many_ = false;
+  std::unordered_map<std::uint64_t, Acc> exact_;
+  Acc pow2_[65];  // bin k: sizes in (2^(k-1), 2^k]; bin 0: size 0 and 1
+};
+
+SizeDemographics size_demographics(const TraceAnalysis& a, const ObjectFilter& filter = {}, std::size_t exact_sizes = 24);
+
+}  // namespace objprof::analysis

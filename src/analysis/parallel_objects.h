@@ -1,0 +1,42 @@
+// reduce_objects (private): one parallel pass over every object, feeding each kept object and
+// its metrics to a builder; each worker has its own builder, merged at the end. Every view is a
+// builder with add(ObjectId, ObjectMetrics) and merge(const Builder&), so the report can also
+// run all of them in one pass (report.cc) while each view stays usable on its own.
+#pragma once
+
+#include "objprof/analysis/object_metrics.h"
+#include "objprof/analysis/trace_analysis.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/combinable.h>
+#include <tbb/parallel_for.h>
+
+#include <optional>
+
+namespace objprof::analysis::internal {
+
+// Objects per task: big enough that a worker's builder is worth its merge.
+inline constexpr std::size_t kObjectGrain = 1 << 15;
+
+template <class Factory>
+auto reduce_objects(const TraceAnalysis& a, const ObjectFilter& filter, Factory make) -> decltype(make()) {
+  using Builder = decltype(make());
+  tbb::combinable<std::optional<Builder>> parts;
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, a.objects.size(), kObjectGrain),
+                    [&](const tbb::blocked_range<std::size_t>& r) {
+                      std::optional<Builder>& b = parts.local();
+                      if (!b) b.emplace(make());
+                      for (std::size_t i = r.begin(); i != r.end(); ++i) {
+                        const auto o = static_cast<ObjectId>(i);
+                        const ObjectMetrics m = object_metrics(a, o);
+                        if (filter.keep(m)) b->add(o, m);
+                      }
+                    });
+  Builder out = make();
+  parts.combine_each([&](const std::optional<Builder>& b) {
+    if (b) out.merge(*b);
+  });
+  return out;
+}
+
+}  // namespace objprof::analysis::internal

@@ -1,0 +1,50 @@
+// `objprof export TRACE --to=perfetto [--out=FILE]`: the Chrome trace-event JSON format, so
+// GCs, the live heap and per-site counters open in the Perfetto UI (ui.perfetto.dev) or
+// chrome://tracing. Time is the bytes-allocated clock (1 us = 1 KiB allocated).
+#include "analysis_input.h"
+#include "command.h"
+
+#include <objprof/analysis/perfetto_export.h>
+
+#include <fmt/core.h>
+
+#include <memory>
+
+namespace objprof::cli {
+namespace {
+
+struct ExportArgs {
+  std::string path, to = "perfetto", out;
+  std::size_t top_sites = 8;
+  bool no_progress = false;
+};
+
+int fail(const std::string& msg) {
+  fmt::print(stderr, "objprof export: error: {}\n", msg);
+  return 1;
+}
+
+int run_export(const ExportArgs& o) {
+  if (o.to != "perfetto" && o.to != "chrome") return fail(fmt::format("--to '{}': the only format is perfetto (Chrome trace JSON)", o.to));
+  auto a = analyze_with_progress("objprof export", o.path, !o.no_progress);
+  if (!a.ok()) return fail(a.error().message);
+  analysis::PerfettoOptions po;
+  po.trace_name = o.path;
+  po.top_sites = o.top_sites;
+  if (Status st = write_output(o.out, analysis::render_perfetto(*a, po)); !st.ok()) return fail(st.error().message);
+  return 0;
+}
+
+const RegisterCommand kExport([](CLI::App& app) -> std::function<int()> {
+  auto o = std::make_shared<ExportArgs>();
+  CLI::App* cmd = app.add_subcommand("export", "Export a trace for other tools (Perfetto / Chrome trace JSON)");
+  cmd->add_option("trace", o->path, "trace file")->required();
+  cmd->add_option("--to", o->to, "perfetto (default)");
+  cmd->add_option("--out", o->out, "output file (default: stdout)");
+  cmd->add_option("--top-sites", o->top_sites, "sites with a live-bytes counter (default 8)");
+  cmd->add_flag("--no-progress", o->no_progress, "no progress bar");
+  return [o] { return run_export(*o); };
+});
+
+}  // namespace
+}  // namespace objprof::cli
