@@ -14,14 +14,6 @@
 #include <mutex>
 
 namespace objprof::backends::jit {
-namespace {
-
-template <class P>
-void barrier_call(ThreadState* thread, const BarrierDescriptor* space, Address obj) noexcept {
-  access<P>(*thread, *space, obj);
-}
-
-}  // namespace
 
 struct Jit::Impl {
   JitOptions options;
@@ -68,7 +60,10 @@ std::vector<sim::CompiledFunction> Jit::compile(const sim::CompileRequest& req) 
   in.kinds = &kinds;
   in.type_flags = flags.data();
   in.barriers = impl_->options.barriers && req.desc != nullptr;
-  with_barrier_policy(req.barrier, [&](auto policy) { in.barrier_fn = &barrier_call<decltype(policy)>; });
+  // The run's C++ barrier, emitted inline; bounds baked in (the heap never moves), the bitmap
+  // pointer loaded from the descriptor (it is swapped at every GC).
+  in.barrier = EmitterConfig::from(req.barrier, impl_->options.cache);
+  in.barrier.bounds = BoundsSource::kImmediate;
   in.runtime = &impl_->runtime;
   in.listing = impl_->options.keep_listing ? &impl_->stats.listing : nullptr;
   const auto& skip = impl_->options.interpret;

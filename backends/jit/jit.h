@@ -9,6 +9,7 @@
 // "unsupported on this arch" and runs in the interpreter (mixed mode).
 #pragma once
 
+#include "backends/emit_config.h"
 #include "sim/interp.h"
 
 #include <cstdint>
@@ -22,6 +23,9 @@ struct JitOptions {
   // false: emit no access barrier at all (the "no barriers" baseline of the benchmark ladder;
   // the profile is then empty). true: a barrier at every access the elimination pass kept.
   bool barriers = true;
+  // Where the barrier's last-accessed-object cache lives when the run's barrier has one: the
+  // ThreadState field, or a register for the whole method (written back around every call).
+  CacheLocation cache = CacheLocation::kThreadField;
   // Functions to leave to the interpreter (tests of mixed mode, bisecting).
   std::vector<std::string> interpret;
   // Keep asmjit's listing of every compiled function (see JitStats::listing).

@@ -4,6 +4,8 @@
 
 #include "kinds.h"
 
+#include "backends/emit_config.h"
+
 #include "sim/interp.h"
 
 #include <asmjit/core.h>
@@ -18,17 +20,13 @@ namespace objprof::backends::jit {
 // table instead of the heap's type objects).
 inline constexpr std::uint8_t kTypeIsArray = 1, kTypeRefElems = 2;
 
-// Runs objprof::access<Policy> for the run's barrier variant (a call from compiled code while
-// the inline emitters of backends/barrier_emitter.h are not wired in).
-using BarrierFn = void (*)(ThreadState* thread, const BarrierDescriptor* space, Address obj) noexcept;
-
 struct LowerInput {
   const sim::CompileRequest* request = nullptr;
   std::uint32_t fn = 0;                       // index of the function to compile
   const std::vector<FunctionKinds>* kinds = nullptr;
   const std::uint8_t* type_flags = nullptr;   // see kTypeIsArray
   bool barriers = true;                       // JitOptions::barriers and a profiler present
-  BarrierFn barrier_fn = nullptr;
+  EmitterConfig barrier;                      // the run's variant (backends/emit_config.h)
   asmjit::JitRuntime* runtime = nullptr;
   std::string* listing = nullptr;             // appended when non-null
 };

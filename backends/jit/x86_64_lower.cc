@@ -7,6 +7,8 @@
 
 #if defined(__x86_64__)
 
+#include "backends/x86_64/x86_barrier.h"
+
 #include <asmjit/x86.h>
 
 #include <fmt/core.h>
@@ -97,6 +99,7 @@ class X86Lower {
     for (ir::Reg r : operands)
       if (!(may_gc && (kind(r) & kRef))) store_value(r);
     if (may_gc) spill_refs();
+    cache_to_thread();
     InvokeNode* call = nullptr;
     cc_.invoke(&call, imm(reinterpret_cast<std::uint64_t>(fn)),
                FuncSignatureT<std::uint32_t, void*, std::uint32_t, std::uint32_t, sim::Value*>(CallConvId::kHost));
@@ -108,6 +111,7 @@ class X86Lower {
     call->setRet(0, status);
     cc_.test(status, status);
     cc_.jnz(exit_error_);
+    cache_from_thread();
     if (may_gc) reload_refs();
     if (dst != ir::kNoReg && !(may_gc && (kind(dst) & kRef))) load_value(dst);
     else if (dst != ir::kNoReg && kind(dst) == kDynamic) cc_.movzx(t_[dst], tag_slot(dst));
@@ -156,14 +160,35 @@ class X86Lower {
     }
   }
 
+  // The barrier, inline (backends/x86_64/x86_barrier.h) with virtual registers: the allocator
+  // picks its scratch registers around the IR's.
   void barrier(ir::Reg r, bool kept) {
     if (!kept || !in_.barriers) return;
-    InvokeNode* call = nullptr;
-    cc_.invoke(&call, imm(reinterpret_cast<std::uint64_t>(in_.barrier_fn)),
-               FuncSignatureT<void, ThreadState*, const BarrierDescriptor*, std::uint64_t>(CallConvId::kHost));
-    call->setArg(0, TS_);
-    call->setArg(1, imm(reinterpret_cast<std::uint64_t>(in_.request->desc)));
-    call->setArg(2, v_[r]);
+    X86BarrierRegs regs;
+    regs.obj = v_[r];
+    regs.thread = TS_;
+    if (pinned()) regs.cache = cache_;
+    for (auto& g : regs.scratch) g = cc_.newUIntPtr("bs");
+    if (Status s = emit_access_barrier(cc_, in_.barrier, *in_.request->desc, regs); !s && barrier_error_.empty())
+      barrier_error_ = s.error().message;
+  }
+  bool pinned() const { return in_.barriers && in_.barrier.cache == CacheLocation::kPinnedRegister; }
+  // A pinned cache lives in a register inside the method; callees, the interpreter and the
+  // collector (which resets it at gc_end) use the ThreadState field, so write it back before
+  // every call and reload it after.
+  void cache_to_thread() {
+    if (!pinned()) return;
+    X86BarrierRegs regs;
+    regs.thread = TS_;
+    regs.cache = cache_;
+    if (Status s = emit_store_pinned_cache(cc_, regs); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
+  }
+  void cache_from_thread() {
+    if (!pinned()) return;
+    X86BarrierRegs regs;
+    regs.thread = TS_;
+    regs.cache = cache_;
+    if (Status s = emit_load_pinned_cache(cc_, regs); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
   }
 
   void lower(std::uint32_t pc, const DecodedInstr& d);
@@ -176,7 +201,8 @@ class X86Lower {
   const FunctionKinds& k_;
   CodeHolder holder_;
   x86::Compiler cc_;
-  x86::Gp T_, R_, RET_, TS_, flags_;
+  x86::Gp T_, R_, RET_, TS_, flags_, cache_;
+  std::string barrier_error_;
   std::vector<x86::Gp> v_, t_;
   std::vector<Label> labels_, fail_;
   Label exit_error_;
@@ -383,10 +409,12 @@ void X86Lower::lower(std::uint32_t pc, const DecodedInstr& d) {
       break;
     case Opcode::kSafepoint: {
       spill_refs();
+      cache_to_thread();
       InvokeNode* call = nullptr;
       cc_.invoke(&call, imm(reinterpret_cast<std::uint64_t>(&sim::rt::safepoint)),
                  FuncSignatureT<std::uint32_t, void*>(CallConvId::kHost));
       call->setArg(0, T_);
+      cache_from_thread();
       reload_refs();
       break;
     }
@@ -416,6 +444,7 @@ void X86Lower::lower(std::uint32_t pc, const DecodedInstr& d) {
         if (kind(d.a) == kDynamic) cc_.mov(x86::byte_ptr(RET_, kTagOffset), t_[d.a].r8());
         else cc_.mov(x86::byte_ptr(RET_, kTagOffset), kind(d.a) == kRef ? 1 : 0);
       }
+      cache_to_thread();
       x86::Gp ok = cc_.newUInt32("ok");
       cc_.xor_(ok, ok);
       cc_.ret(ok);
@@ -446,6 +475,10 @@ Lowered X86Lower::run() {
   flags_ = cc_.newUIntPtr("type_flags");
   cc_.mov(flags_, imm(reinterpret_cast<std::uint64_t>(in_.type_flags)));
   exit_error_ = cc_.newLabel();
+  if (pinned()) {
+    cache_ = cc_.newUIntPtr("cache");
+    cache_from_thread();
+  }
   labels_.assign(code_.size(), Label());
   fail_.assign(code_.size(), Label());
   // Labels only where blocks start, so asmjit's allocator sees the IR's basic blocks.
@@ -472,7 +505,7 @@ Lowered X86Lower::run() {
   for (std::uint32_t pc = 0; pc < code_.size(); ++pc) {
     if (labels_[pc].isValid()) cc_.bind(labels_[pc]);
     lower(pc, code_[pc]);
-    if (errors.first != kErrorOk) break;
+    if (errors.first != kErrorOk || !barrier_error_.empty()) break;
   }
   // Failed checks: the operands go to their slots and the interpreter's diagnosis says why.
   for (std::uint32_t pc = 0; pc < code_.size(); ++pc) {
@@ -481,6 +514,7 @@ Lowered X86Lower::run() {
     const DecodedInstr& d = code_[pc];
     for (ir::Reg r : {d.a, d.b, d.c})
       if (r != ir::kNoReg) store_value(r);
+    cache_to_thread();
     InvokeNode* call = nullptr;
     cc_.invoke(&call, imm(reinterpret_cast<std::uint64_t>(&sim::rt::fail)),
                FuncSignatureT<std::uint32_t, void*, std::uint32_t, std::uint32_t, sim::Value*>(CallConvId::kHost));
@@ -495,6 +529,10 @@ Lowered X86Lower::run() {
   cc_.mov(one, 1);
   cc_.ret(one);
   cc_.endFunc();
+  if (!barrier_error_.empty()) {
+    out.error = "barrier: " + barrier_error_;
+    return out;
+  }
   if (errors.first == kErrorOk) cc_.finalize();
   if (errors.first != kErrorOk) {
     out.error = fmt::format("asmjit: {} ({})", errors.text, DebugUtils::errorAsString(errors.first));

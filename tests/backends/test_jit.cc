@@ -36,6 +36,7 @@ struct Config {
   std::uint64_t size = 100;
   std::uint64_t heap = 256 << 10;
   std::vector<std::string> interpret;  // JIT mode: functions left to the interpreter
+  CacheLocation cache = CacheLocation::kThreadField;  // JIT mode: where a barrier's cache lives
 };
 
 struct Outcome {
@@ -92,6 +93,7 @@ Outcome run(const ir::Module& module, const Config& c, bool jit) {
   if (jit) {
     JitOptions jo;
     jo.interpret = c.interpret;
+    jo.cache = c.cache;
     generator = make_jit(jo);
     io.jit = generator;
   }
@@ -148,9 +150,18 @@ void require_same(const Outcome& a, const Outcome& b) {
   CHECK(a.leaks == b.leaks);
 }
 
-const BarrierConfig kVariants[] = {
-    {true, MarkMode::kRacy, true},  {true, MarkMode::kAtomic, true},          {false, MarkMode::kRacy, true},
-    {false, MarkMode::kAtomic, false}, {true, MarkMode::kAtomicTestFirst, false},
+struct Variant {
+  BarrierConfig barrier;
+  CacheLocation cache = CacheLocation::kThreadField;
+};
+const Variant kVariants[] = {
+    {{true, MarkMode::kRacy, true}},
+    {{true, MarkMode::kAtomic, true}},
+    {{false, MarkMode::kRacy, true}},
+    {{false, MarkMode::kAtomic, false}},
+    {{true, MarkMode::kAtomicTestFirst, false}},
+    {{true, MarkMode::kRacy, true}, CacheLocation::kPinnedRegister},
+    {{true, MarkMode::kAtomic, false}, CacheLocation::kPinnedRegister},
 };
 const ir::PassKind kPasses[] = {ir::PassKind::kNone, ir::PassKind::kPaper, ir::PassKind::kGlobal};
 
@@ -389,14 +400,16 @@ TEST_CASE("jit: generated executable functions match the interpreter in every pa
     const std::string text = ProgramGen(static_cast<std::uint64_t>(seed)).module();
     const ir::Module m = parse(text);
     for (ir::PassKind pass : kPasses) {
-      for (const BarrierConfig& b : kVariants) {
+      for (const Variant& v : kVariants) {
+        const BarrierConfig& b = v.barrier;
         for (sim::GcPolicy gc : {sim::GcPolicy::kSemiSpace, sim::GcPolicy::kMarkSweep}) {
           Config c;
           c.pass = pass;
           c.barrier = b;
+          c.cache = v.cache;
           c.gc = gc;
           c.heap = 64 << 10;
-          INFO("seed " << seed << " pass " << ir::pass_name(pass) << " cache " << b.cache << " mark "
+          INFO("seed " << seed << " pass " << ir::pass_name(pass) << " cache " << b.cache << cache_location_name(v.cache) << " mark "
                        << static_cast<int>(b.mark) << " gc " << sim::gc_policy_name(gc) << "\n" << text);
           const Outcome interp = run(m, c, false);
           const Outcome jit = run(m, c, true);
@@ -425,15 +438,17 @@ TEST_CASE("jit: every workload matches the interpreter (heap, bitmap per epoch, 
     auto wl = sim::load_workload(w.name);
     REQUIRE(wl.ok());
     for (ir::PassKind pass : kPasses) {
-      for (const BarrierConfig& b : kVariants) {
+      for (const Variant& v : kVariants) {
+        const BarrierConfig& b = v.barrier;
         for (sim::GcPolicy gc : {sim::GcPolicy::kSemiSpace, sim::GcPolicy::kMarkSweep}) {
           Config c;
           c.pass = pass;
           c.barrier = b;
+          c.cache = v.cache;
           c.gc = gc;
           c.size = w.size;
           c.heap = gc == sim::GcPolicy::kSemiSpace ? w.heap : w.ms_heap;
-          INFO(w.name << " pass " << ir::pass_name(pass) << " cache " << b.cache << " mark "
+          INFO(w.name << " pass " << ir::pass_name(pass) << " cache " << b.cache << cache_location_name(v.cache) << " mark "
                       << static_cast<int>(b.mark) << " gc " << sim::gc_policy_name(gc));
           const Outcome interp = run(wl->module, c, false);
           const Outcome jit = run(wl->module, c, true);
