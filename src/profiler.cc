@@ -44,6 +44,13 @@ struct ProfilerState {
 
   tbb::concurrent_unordered_map<std::uint32_t, TypeInfo> types;
   tbb::concurrent_unordered_map<std::uint32_t, SiteInfo> sites;
+  // Distinguishes this profiler from earlier ones at the same address in the collector
+  // threads' cached pointers to their CollectorLocal (see collector_local).
+  const std::uint64_t instance = next_instance();
+  static std::uint64_t next_instance() {
+    static std::atomic<std::uint64_t> n{0};
+    return n.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
   // Interned (site, type) pairs: the tracker stores one 32-bit index instead of both ids.
   tbb::concurrent_hash_map<std::uint64_t, std::uint32_t> pair_index;
   tbb::concurrent_vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
@@ -55,6 +62,9 @@ struct ProfilerState {
 
   StaleTracker tracker;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> words;  // scratch for bitmap harvests
+  std::vector<MoveLog> gc_moves;                               // scratch for gc_end
+  std::vector<RangeMoveLog> gc_ranges;
+  std::vector<Address> gc_frees;
   std::atomic<std::uint64_t> objects_tracked{0};
   std::uint64_t leaks_reported = 0, bits_harvested = 0, moves = 0, frees = 0;
   std::uint64_t bytes_at_gc = 0;
@@ -258,7 +268,11 @@ void Profiler::detach_thread(ThreadState& thread) {
 void Profiler::track_alloc(ThreadState& thread, std::uint32_t site, std::uint32_t type, Address addr, std::uint64_t size) {
   const std::uint64_t key = (std::uint64_t{site} << 32) | type;
   std::uint32_t pair;
-  {
+  internal::PairCache& cache = thread.pair_cache();
+  const std::size_t cache_slot = internal::PairCache::slot(key);
+  if (cache.keys[cache_slot] == key && key != internal::PairCache::kEmpty) {
+    pair = cache.pairs[cache_slot];
+  } else {
     tbb::concurrent_hash_map<std::uint64_t, std::uint32_t>::const_accessor found;
     if (state_->pair_index.find(found, key)) {
       pair = found->second;
@@ -270,6 +284,8 @@ void Profiler::track_alloc(ThreadState& thread, std::uint32_t site, std::uint32_
       }
       pair = slot->second;
     }
+    cache.keys[cache_slot] = key;
+    cache.pairs[cache_slot] = pair;
   }
   const std::uint32_t log2k = state_->spaces.empty() ? 3 : state_->spaces[0].log2_alignment();
   const std::uint64_t granules = std::min<std::uint64_t>((size + (1u << log2k) - 1) >> log2k, internal::StaleTracker::kSizeMask);
@@ -364,6 +380,20 @@ Status Profiler::gc_begin(GcKind kind) {
 
 namespace {
 
+// The calling collector thread's log. enumerable_thread_specific::local() is a hash lookup;
+// on_move/on_free run once per object per GC, so each thread remembers its slot for the
+// profiler instance it last served (slots are stable until the profiler is destroyed, and a
+// new profiler has a new instance number even at a reused address).
+internal::CollectorLocal& collector_local(ProfilerState& st) {
+  thread_local std::uint64_t instance = 0;
+  thread_local internal::CollectorLocal* local = nullptr;
+  if (instance != st.instance) {
+    local = &st.collectors.local();
+    instance = st.instance;
+  }
+  return *local;
+}
+
 // The calling collector thread's trace buffer, created on its first event; null without a trace.
 EventBuffer* collector_buffer(ProfilerState& st, internal::CollectorLocal& local) {
   if (!st.writer) return nullptr;
@@ -374,19 +404,19 @@ EventBuffer* collector_buffer(ProfilerState& st, internal::CollectorLocal& local
 }  // namespace
 
 void Profiler::on_move(Address from, Address to) {
-  auto& local = state_->collectors.local();
+  auto& local = collector_local(*state_);
   if (EventBuffer* b = collector_buffer(*state_, local)) b->move(from, to);
   local.moves.push_back({from, to});
 }
 
 void Profiler::on_move_range(Address from, Address to, std::uint64_t bytes) {
-  auto& local = state_->collectors.local();
+  auto& local = collector_local(*state_);
   if (EventBuffer* b = collector_buffer(*state_, local)) b->move_range(from, to, bytes);
   local.ranges.push_back({from, to, bytes});
 }
 
 void Profiler::on_free(Address addr) {
-  auto& local = state_->collectors.local();
+  auto& local = collector_local(*state_);
   if (EventBuffer* b = collector_buffer(*state_, local)) b->free(addr);
   local.frees.push_back(addr);
 }
@@ -395,9 +425,13 @@ Status Profiler::gc_end() {
   if (!in_gc_.load()) return make_error(ErrorCode::kProtocol, fmt::format("gc_end in epoch {} without gc_begin", epoch()));
   ProfilerState& st = *state_;
   const auto e = static_cast<std::uint32_t>(epoch());
-  std::vector<internal::MoveLog> moves;
-  std::vector<internal::RangeMoveLog> ranges;
-  std::vector<Address> frees;
+  // The merged logs keep their capacity from GC to GC.
+  std::vector<internal::MoveLog>& moves = st.gc_moves;
+  std::vector<internal::RangeMoveLog>& ranges = st.gc_ranges;
+  std::vector<Address>& frees = st.gc_frees;
+  moves.clear();
+  ranges.clear();
+  frees.clear();
   for (auto& local : st.collectors) {
     if (local.buffer) local.buffer->flush();
     moves.insert(moves.end(), local.moves.begin(), local.moves.end());
@@ -418,6 +452,8 @@ Status Profiler::gc_end() {
       fresh.emplace_back(a, &r);
     }
   });
+  // Reported in address order (the tracker's tables are unordered).
+  std::sort(fresh.begin(), fresh.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   {
     std::shared_lock<std::shared_mutex> lock(st.threads_mutex);
     for (const auto& t : st.threads) t->reset_cache();
@@ -518,7 +554,10 @@ std::vector<LeakReport> Profiler::possible_leaks() const {
   st.tracker.for_each_stale(e - 1, options_.stale_after_epochs, [&](Address a, internal::TrackedRecord& r) {
     out.push_back(make_report(st, a, r, e - 1));
   });
-  std::stable_sort(out.begin(), out.end(), [](const LeakReport& a, const LeakReport& b) { return a.size > b.size; });
+  // Largest first; ties by address, so the order does not depend on the tracker's layout.
+  std::sort(out.begin(), out.end(), [](const LeakReport& a, const LeakReport& b) {
+    return a.size != b.size ? a.size > b.size : a.addr < b.addr;
+  });
   return out;
 }
 

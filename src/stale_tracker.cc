@@ -1,41 +1,13 @@
 #include "stale_tracker.h"
 
-#include <tbb/parallel_sort.h>
-
 #include <algorithm>
+#include <bit>
 
 namespace objprof::internal {
 namespace {
 
-bool by_granule(const TrackedRecord& a, const TrackedRecord& b) { return a.granule < b.granule; }
-
-void sort_table(std::vector<TrackedRecord>& t) {
-  // Records merged later come later; stable order lets a duplicate address keep the newer one.
-  if (t.size() > (1u << 20)) {  // below this, std::sort beats waking a thread pool
-    tbb::parallel_sort(t.begin(), t.end(), [](const TrackedRecord& a, const TrackedRecord& b) {
-      return a.granule < b.granule;
-    });
-  } else {
-    std::stable_sort(t.begin(), t.end(), by_granule);
-  }
-}
-
-// Two live records at one address mean the runtime reused memory without reporting the free.
-// The table is sorted with later-merged records last: keep the newer one. Returns how many
-// records were dropped.
-std::uint64_t drop_duplicate_granules(std::vector<TrackedRecord>& t) {
-  std::uint64_t dropped = 0;
-  std::size_t out = 0;
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    if (out > 0 && t[out - 1].granule == t[i].granule) {
-      ++dropped;
-      t[out - 1] = t[i];
-      continue;
-    }
-    t[out++] = t[i];
-  }
-  t.resize(out);
-  return dropped;
+std::uint64_t slot_of(std::uint32_t granule, std::uint64_t mask) noexcept {
+  return ((std::uint64_t{granule} + 1) * 0x9E3779B97F4A7C15ull >> 32) & mask;
 }
 
 }  // namespace
@@ -44,6 +16,10 @@ void StaleTracker::set_spaces(std::vector<HeapSpace> spaces) {
   spaces_ = std::move(spaces);
   tables_.assign(spaces_.size(), {});
   staged_.assign(spaces_.size(), {});
+  index_.assign(spaces_.size(), {});
+  mask_.assign(spaces_.size(), 0);
+  new_addr_.assign(spaces_.size(), {});
+  next_.assign(spaces_.size(), {});
 }
 
 int StaleTracker::space_of(Address a) const noexcept {
@@ -62,20 +38,12 @@ bool StaleTracker::add(const PendingTracked& p) {
 }
 
 void StaleTracker::merge_pending() {
+  // Appended after the older records, so a duplicate granule keeps the newer one at apply().
   for (std::size_t s = 0; s < tables_.size(); ++s) {
     if (staged_[s].empty()) continue;
-    tables_[s].reserve(tables_[s].size() + staged_[s].size());
     tables_[s].insert(tables_[s].end(), staged_[s].begin(), staged_[s].end());
     std::vector<TrackedRecord>().swap(staged_[s]);  // staging is transient: give its memory back
-    sort_table(tables_[s]);
-    drop_duplicate_granules(tables_[s]);
   }
-}
-
-TrackedRecord* StaleTracker::find(std::size_t space, std::uint32_t granule) {
-  auto& t = tables_[space];
-  auto it = std::lower_bound(t.begin(), t.end(), granule, [](const TrackedRecord& r, std::uint32_t g) { return r.granule < g; });
-  return (it != t.end() && it->granule == granule) ? &*it : nullptr;
 }
 
 void StaleTracker::apply_bits(std::size_t space, const BitmapSnapshot& bits, std::uint32_t epoch) {
@@ -83,80 +51,129 @@ void StaleTracker::apply_bits(std::size_t space, const BitmapSnapshot& bits, std
     if (bits.test_granule(r.granule)) r.last_access = epoch;
 }
 
-StaleTracker::ApplyResult StaleTracker::apply(std::span<const MoveLog> moves, std::span<const RangeMoveLog> ranges,
-                                              std::span<const Address> frees) {
-  ApplyResult res;
-  // Lookups use pre-GC addresses, so new addresses go to a side array and are applied after
-  // every lookup is done (a sliding collector's `to` can be another object's `from`).
-  std::vector<std::vector<Address>> new_addr(tables_.size());
-  for (std::size_t s = 0; s < tables_.size(); ++s) new_addr[s].assign(tables_[s].size(), 0);
-  auto locate = [&](Address a, std::size_t& s, std::size_t& idx) -> bool {
-    const int si = space_of(a);
-    if (si < 0) return false;
-    s = static_cast<std::size_t>(si);
-    if (!spaces_[s].is_aligned(a)) return false;
-    TrackedRecord* r = find(s, static_cast<std::uint32_t>(spaces_[s].granule_of(a)));
-    if (!r || r->site_type == kDead) return false;
-    idx = static_cast<std::size_t>(r - tables_[s].data());
-    return true;
-  };
-  for (Address a : frees) {
-    std::size_t s, i;
-    if (locate(a, s, i)) {
-      tables_[s][i].site_type = kDead;
-      ++res.freed;
-    }
-  }
-  for (const MoveLog& m : moves) {
-    std::size_t s, i;
-    if (locate(m.from, s, i)) {
-      new_addr[s][i] = m.to;
-      ++res.moved;
-    }
-  }
-  for (const RangeMoveLog& m : ranges) {
-    if (m.bytes == 0) continue;
-    // A run may start outside every space and still overlap one: intersect with each.
-    for (std::size_t s = 0; s < spaces_.size(); ++s) {
-      const HeapSpace& sp = spaces_[s];
-      const Address lo_addr = std::max<Address>(m.from, sp.begin());
-      const Address hi_addr = std::min<Address>(m.from + m.bytes, sp.end());
-      if (lo_addr >= hi_addr) continue;
-      const auto lo = static_cast<std::uint32_t>(sp.granule_of(lo_addr));
-      auto& t = tables_[s];
-      auto it = std::lower_bound(t.begin(), t.end(), lo, [](const TrackedRecord& r, std::uint32_t g) { return r.granule < g; });
-      for (; it != t.end() && sp.address_of(it->granule) < hi_addr; ++it) {
-        if (it->site_type == kDead) continue;
-        new_addr[s][static_cast<std::size_t>(it - t.begin())] = sp.address_of(it->granule) - m.from + m.to;
-        ++res.moved;
+std::uint64_t StaleTracker::build_index(std::size_t s) {
+  const std::vector<TrackedRecord>& t = tables_[s];
+  const std::uint64_t size = std::bit_ceil(std::max<std::uint64_t>(16, 2 * t.size()));
+  std::vector<std::uint64_t>& index = index_[s];
+  index.assign(size, 0);
+  mask_[s] = size - 1;
+  std::uint64_t conflicts = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const std::uint32_t g = t[i].granule;
+    for (std::uint64_t h = slot_of(g, mask_[s]);; h = (h + 1) & mask_[s]) {
+      const std::uint64_t e = index[h];
+      if (e == 0) {
+        index[h] = (std::uint64_t{g} << 32) | (i + 1);
+        break;
+      }
+      if ((e >> 32) == g) {  // an older record at the same granule: the newer one wins
+        tables_[s][(e & 0xFFFF'FFFFu) - 1].site_type = kDead;
+        index[h] = (std::uint64_t{g} << 32) | (i + 1);
+        ++conflicts;
+        break;
       }
     }
   }
-  // Rebuild the tables: drop the dead, re-home the moved.
-  std::vector<std::vector<TrackedRecord>> next(tables_.size());
-  for (std::size_t s = 0; s < tables_.size(); ++s) next[s].reserve(tables_[s].size());
+  return conflicts;
+}
+
+std::int64_t StaleTracker::lookup(std::size_t s, std::uint32_t g) const noexcept {
+  const std::vector<std::uint64_t>& index = index_[s];
+  for (std::uint64_t h = slot_of(g, mask_[s]);; h = (h + 1) & mask_[s]) {
+    const std::uint64_t e = index[h];
+    if (e == 0) return -1;
+    if ((e >> 32) == g) {
+      const auto i = static_cast<std::int64_t>(e & 0xFFFF'FFFFu) - 1;
+      return tables_[s][static_cast<std::size_t>(i)].site_type == kDead ? -1 : i;
+    }
+  }
+}
+
+std::int64_t StaleTracker::locate(Address a, std::size_t& s) const noexcept {
+  const int si = space_of(a);
+  if (si < 0) return -1;
+  s = static_cast<std::size_t>(si);
+  if (tables_[s].empty() || !spaces_[s].is_aligned(a)) return -1;
+  return lookup(s, static_cast<std::uint32_t>(spaces_[s].granule_of(a)));
+}
+
+StaleTracker::ApplyResult StaleTracker::apply(std::span<const MoveLog> moves, std::span<const RangeMoveLog> ranges,
+                                              std::span<const Address> frees) {
+  ApplyResult res;
+  bool any = false;
+  for (std::size_t s = 0; s < tables_.size(); ++s) {
+    any |= !tables_[s].empty();
+    if (!tables_[s].empty()) res.conflicts += build_index(s);
+  }
+  if (!any) return res;  // nothing tracked: the GC's events concern no record
+  // Lookups use pre-GC addresses, so new addresses go to a side array and are applied after
+  // every lookup is done (a sliding collector's `to` can be another object's `from`).
+  for (std::size_t s = 0; s < tables_.size(); ++s) new_addr_[s].assign(tables_[s].size(), 0);
+  for (Address a : frees) {
+    std::size_t s = 0;
+    if (const std::int64_t i = locate(a, s); i >= 0) {
+      tables_[s][static_cast<std::size_t>(i)].site_type = kDead;
+      ++res.freed;
+    }
+  }
+  bool moved_any = false;
+  for (const MoveLog& m : moves) {
+    std::size_t s = 0;
+    if (const std::int64_t i = locate(m.from, s); i >= 0) {
+      new_addr_[s][static_cast<std::size_t>(i)] = m.to;
+      ++res.moved;
+      moved_any = true;
+    }
+  }
+  if (!ranges.empty()) {
+    // Few runs, many records: each record looks its address up among the runs sorted by start.
+    std::vector<RangeMoveLog> runs(ranges.begin(), ranges.end());
+    std::erase_if(runs, [](const RangeMoveLog& r) { return r.bytes == 0; });
+    std::sort(runs.begin(), runs.end(), [](const RangeMoveLog& a, const RangeMoveLog& b) { return a.from < b.from; });
+    for (std::size_t s = 0; s < tables_.size() && !runs.empty(); ++s) {
+      for (std::size_t i = 0; i < tables_[s].size(); ++i) {
+        const TrackedRecord& r = tables_[s][i];
+        if (r.site_type == kDead) continue;
+        const Address a = spaces_[s].address_of(r.granule);
+        auto it = std::upper_bound(runs.begin(), runs.end(), a, [](Address x, const RangeMoveLog& m) { return x < m.from; });
+        if (it == runs.begin()) continue;
+        --it;
+        if (a - it->from >= it->bytes) continue;
+        new_addr_[s][i] = a - it->from + it->to;
+        ++res.moved;
+        moved_any = true;
+      }
+    }
+  }
+  if (!moved_any) {
+    // Non-moving GC: drop the dead in place.
+    for (auto& t : tables_) std::erase_if(t, [](const TrackedRecord& r) { return r.site_type == kDead; });
+    return res;
+  }
+  // Rebuild the tables: drop the dead, re-home the moved (possibly into another space).
+  for (std::size_t s = 0; s < tables_.size(); ++s) {
+    next_[s].clear();
+    next_[s].reserve(tables_[s].size());
+  }
   for (std::size_t s = 0; s < tables_.size(); ++s) {
     for (std::size_t i = 0; i < tables_[s].size(); ++i) {
       TrackedRecord r = tables_[s][i];
       if (r.site_type == kDead) continue;
-      if (new_addr[s][i] != 0) {
-        const int to = space_of(new_addr[s][i]);
-        if (to < 0) {
-          ++res.left_spaces;
-          continue;
-        }
-        r.granule = static_cast<std::uint32_t>(spaces_[static_cast<std::size_t>(to)].granule_of(new_addr[s][i]));
-        next[static_cast<std::size_t>(to)].push_back(r);
-      } else {
-        next[s].push_back(r);
+      const Address to_addr = new_addr_[s][i];
+      if (to_addr == 0) {
+        next_[s].push_back(r);
+        continue;
       }
+      const int to = space_of(to_addr);
+      if (to < 0) {
+        ++res.left_spaces;
+        continue;
+      }
+      r.granule = static_cast<std::uint32_t>(spaces_[static_cast<std::size_t>(to)].granule_of(to_addr));
+      next_[static_cast<std::size_t>(to)].push_back(r);
     }
   }
-  for (std::size_t s = 0; s < tables_.size(); ++s) {
-    sort_table(next[s]);
-    res.conflicts += drop_duplicate_granules(next[s]);
-    tables_[s] = std::move(next[s]);
-  }
+  for (std::size_t s = 0; s < tables_.size(); ++s) std::swap(tables_[s], next_[s]);
   return res;
 }
 

@@ -1,7 +1,11 @@
 // StaleTracker (private): the online leak detector's table. One table per space, each a
-// vector of 16-byte records sorted by granule, so the profiler keeps 16 bytes per tracked
-// object beyond the bitmap. Updates from the hooks are logged and applied in bulk at GC
-// (merge new objects, apply the epoch's access bits, then moves and deaths, then re-sort).
+// vector of 16-byte records in no particular order, so the profiler keeps 16 bytes per tracked
+// object beyond the bitmap. Updates from the hooks are logged and applied in bulk at GC:
+// new objects are appended at gc_begin, the epoch's access bits applied to every record, and
+// at gc_end one open-addressing index (granule -> record, 8 bytes per slot, at most half full,
+// so 16 bytes per tracked object that live only while gc_end runs) resolves the GC's deaths
+// and moves in O(records + events): no sort, no binary search per event, which keeps the
+// profiler's share of a GC small (bench/bench_sim_gc.cc).
 #pragma once
 
 #include "objprof/access_bitmap.h"
@@ -15,7 +19,7 @@
 namespace objprof::internal {
 
 struct TrackedRecord {
-  std::uint32_t granule;      // offset in its space, in granules (the sort key)
+  std::uint32_t granule;      // offset in its space, in granules
   std::uint32_t site_type;    // interned (site, type) pair
   std::uint32_t size_flags;   // size in granules (31 bits) | reported flag (bit 31)
   std::uint32_t last_access;  // last epoch with an access (birth counts as one)
@@ -41,6 +45,10 @@ class StaleTracker {
   // last_access = epoch for every record whose granule is marked in `bits` (space index i).
   void apply_bits(std::size_t space, const BitmapSnapshot& bits, std::uint32_t epoch);
   struct ApplyResult { std::uint64_t freed = 0, moved = 0, left_spaces = 0, conflicts = 0; };
+  // Applies one GC's deaths and moves, looked up at their pre-GC addresses. Two live records
+  // at one granule mean the runtime reused memory without reporting a free (or moved two
+  // objects to one place): the one added or moved there later is kept, and it is counted
+  // as a conflict (at the GC that finds it).
   ApplyResult apply(std::span<const MoveLog> moves, std::span<const RangeMoveLog> ranges,
                     std::span<const Address> frees);
 
@@ -58,11 +66,22 @@ class StaleTracker {
 
  private:
   int space_of(Address a) const noexcept;
-  TrackedRecord* find(std::size_t space, std::uint32_t granule);
+  // Builds index_[s] over tables_[s], killing the earlier of two records at one granule.
+  std::uint64_t build_index(std::size_t s);
+  // Index of the live record of space s starting at granule g, or -1.
+  std::int64_t lookup(std::size_t s, std::uint32_t g) const noexcept;
+  // The live record starting at address a: sets s and returns its index, or -1.
+  std::int64_t locate(Address a, std::size_t& s) const noexcept;
 
   std::vector<HeapSpace> spaces_;
   std::vector<std::vector<TrackedRecord>> tables_;
   std::vector<std::vector<TrackedRecord>> staged_;  // merged at the next merge_pending
+  // Scratch reused by every apply(), so a GC allocates nothing in the steady state.
+  // index_[s]: slots of (granule << 32 | record index + 1), 0 = empty; mask_[s] = size - 1.
+  std::vector<std::vector<std::uint64_t>> index_;
+  std::vector<std::uint64_t> mask_;
+  std::vector<std::vector<Address>> new_addr_;
+  std::vector<std::vector<TrackedRecord>> next_;
 };
 
 }  // namespace objprof::internal

@@ -32,6 +32,19 @@ struct PendingTracked {
   std::uint32_t size_granules;
   std::uint32_t birth_epoch;
 };
+// Profiler-private: the allocating thread's recent (site, type) -> interned-pair lookups, so
+// on_alloc of a tracked object consults the shared hash map only the first time this thread
+// allocates a given pair (direct-mapped; a collision just costs a hash-map lookup).
+struct PairCache {
+  static constexpr std::size_t kSlots = 64;
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
+  std::uint64_t keys[kSlots];
+  std::uint32_t pairs[kSlots];
+  PairCache() noexcept {
+    for (auto& k : keys) k = kEmpty;
+  }
+  static std::size_t slot(std::uint64_t key) noexcept { return (key * 0x9E3779B97F4A7C15ull) >> 58; }
+};
 }  // namespace internal
 
 struct BarrierCounters {
@@ -71,6 +84,7 @@ class alignas(kCacheLine) ThreadState {
 
   // Profiler-private: tracked allocations since the last GC (owner thread appends).
   std::vector<internal::PendingTracked>& pending_tracked() noexcept { return pending_tracked_; }
+  internal::PairCache& pair_cache() noexcept { return pair_cache_; }
 
   bool attached() const noexcept { return attached_.load(std::memory_order_acquire); }
   void set_attached(bool on) noexcept { attached_.store(on, std::memory_order_release); }
@@ -80,6 +94,7 @@ class alignas(kCacheLine) ThreadState {
   std::string name_;
   std::unique_ptr<EventBuffer> buffer_;
   std::vector<internal::PendingTracked> pending_tracked_;
+  internal::PairCache pair_cache_;
   std::atomic<bool> attached_{true};
 };
 
