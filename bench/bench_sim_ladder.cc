@@ -9,12 +9,14 @@
 //
 // One iteration is one complete run of the workload's `main` (interpreter, GCs and the
 // profiler's hooks); setup (profiler, heap mmap, decoding and the elimination pass) is not
-// timed (manual time). Racy marking, no counters, no trace file: the rungs differ only in the
+// timed. The time is the process CPU time the run consumed (manual time), not wall time, so
+// that a shared, loaded machine does not add its preemptions to one rung and not another. Racy marking, no counters, no trace file: the rungs differ only in the
 // barrier. Sizes are the workloads' defaults scaled down so one run takes tens of ms; heaps are
 // the workloads' `; @heap` defaults, small as the paper's minimum heaps, so GCs are frequent.
 //
 // After the runs a table prints each rung's time relative to no-barriers, and the geomean.
 #include "support/bench_main.h"
+#include "support/cpu_time.h"
 
 #include "sim/heap.h"
 #include "sim/interp.h"
@@ -22,7 +24,6 @@
 
 #include <objprof/objprof.h>
 
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -95,14 +96,14 @@ void run_rung(benchmark::State& state, const sim::LoadedWorkload* wl, WorkloadSe
       state.SkipWithError(interp.error().message.c_str());
       return;
     }
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = bench::process_cpu_seconds();
     auto result = (*interp)->run("main");
-    const auto t1 = std::chrono::steady_clock::now();
+    const double t1 = bench::process_cpu_seconds();
     if (!result.ok()) {
       state.SkipWithError(result.error().message.c_str());
       return;
     }
-    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+    state.SetIterationTime(t1 - t0);
     gcs += (*heap)->stats().gcs;
     const sim::InterpStats s = (*interp)->stats();
     accesses += s.accesses;

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 namespace objprof::sim {
 
@@ -344,8 +345,17 @@ void Heap::visit_all_roots(const RootFn& fn) {
   for (auto& h : handles_) fn(h);
 }
 
+namespace {
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+}  // namespace
+
 Status Heap::do_collect() {
   const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = thread_cpu_seconds();
   if (profiler_)
     OBJPROF_RETURN_IF_ERROR(profiler_->gc_begin(options_.gc == GcPolicy::kSemiSpace ? GcKind::kCopying : GcKind::kFull));
   GcInfo info;
@@ -357,8 +367,10 @@ Status Heap::do_collect() {
   Status st;
   if (profiler_) st = profiler_->gc_end();
   info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  info.cpu_seconds = thread_cpu_seconds() - cpu0;
   info.index = ++stats_.gcs;
   stats_.gc_seconds += info.seconds;
+  stats_.gc_cpu_seconds += info.cpu_seconds;
   stats_.objects_freed += info.freed_objects;
   stats_.bytes_freed += info.freed_bytes;
   stats_.objects_moved += info.moved_objects;

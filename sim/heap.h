@@ -82,7 +82,8 @@ struct GcInfo {
   GcPolicy policy = GcPolicy::kSemiSpace;
   std::uint64_t live_bytes_after = 0;
   std::uint64_t freed_objects = 0, moved_objects = 0, freed_bytes = 0;
-  double seconds = 0;
+  double seconds = 0;       // wall clock
+  double cpu_seconds = 0;   // the collecting thread's CPU time (robust to a loaded machine)
 };
 
 struct HeapStats {
@@ -92,6 +93,7 @@ struct HeapStats {
   std::uint64_t large_objects_allocated = 0;
   std::uint64_t live_bytes_after_last_gc = 0;
   double gc_seconds = 0;
+  double gc_cpu_seconds = 0;
 };
 
 // Visits a root slot; the collector may overwrite it (the object moved).

@@ -23,6 +23,7 @@ struct RatioTable {
   std::string prefix;                 // e.g. "ladder"
   std::string baseline;               // rung every ratio is relative to, e.g. "no-barriers"
   std::vector<std::string> rungs;     // column order
+  bool cpu_time = false;              // compare CPU time instead of real (or manual) time
 };
 
 class RatioReporter : public benchmark::ConsoleReporter {
@@ -36,11 +37,14 @@ class RatioReporter : public benchmark::ConsoleReporter {
       const bool single = r.run_type == Run::RT_Iteration && r.repetitions <= 1;
       if (!median && !single) continue;
       std::string name = r.run_name.function_name;  // "<prefix>/<group>/<rung>"
-      const double t = r.GetAdjustedRealTime();
       const auto first = name.find('/');
       const auto last = name.rfind('/');
       if (first == std::string::npos || first == last) continue;
-      times_[name.substr(0, first)][name.substr(first + 1, last - first - 1)][name.substr(last + 1)] = t;
+      const std::string prefix = name.substr(0, first);
+      bool cpu = false;
+      for (const RatioTable& table : tables_) cpu |= table.prefix == prefix && table.cpu_time;
+      const double t = cpu ? r.GetAdjustedCPUTime() : r.GetAdjustedRealTime();
+      times_[prefix][name.substr(first + 1, last - first - 1)][name.substr(last + 1)] = t;
     }
     ConsoleReporter::ReportRuns(runs);
   }
@@ -54,7 +58,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void print(const RatioTable& table) const {
     auto it = times_.find(table.prefix);
     if (it == times_.end()) return;
-    std::printf("\n%s: real time relative to '%s', same run\n%-24s", table.prefix.c_str(), table.baseline.c_str(), "");
+    std::printf("\n%s: %s time relative to '%s', same run\n%-24s", table.prefix.c_str(),
+                table.cpu_time ? "CPU" : "real", table.baseline.c_str(), "");
     for (const std::string& rung : table.rungs) std::printf(" %14s", rung.c_str());
     std::printf("\n");
     std::map<std::string, std::pair<double, int>> log_sum;  // rung -> (sum of log ratio, groups)
