@@ -16,12 +16,19 @@ namespace {
 
 #if defined(__x86_64__)
 Status emit_thunk(asmjit::CodeHolder& code, const EmitterConfig& cfg, const BarrierDescriptor& desc, ThunkKind kind,
-                  bool pass_desc_register) {
+                  const ThunkOptions& options) {
   namespace x86 = asmjit::x86;
   x86::Assembler a(&code);
   // SysV: rdi = thread, rsi = desc, rdx = obj (kSingle) or objs (kLoop), rcx = n.
   X86BarrierRegs regs = X86BarrierRegs::sysv(kind == ThunkKind::kSingle ? x86::rdx : x86::r8);
-  if (pass_desc_register) regs.desc = x86::rsi;
+  if (options.desc_register) regs.desc = x86::rsi;
+  const asmjit::Label slow = a.newLabel(), resume = a.newLabel();
+  auto barrier = [&]() -> Status {
+    if (!options.out_of_line) return emit_access_barrier(a, cfg, desc, regs);
+    if (Status s = emit_access_barrier_fast(a, cfg, desc, regs, slow); !s) return s;
+    OBJPROF_EMIT(a.bind(resume));
+    return Status::Ok();
+  };
   const bool pinned = cfg.cache == CacheLocation::kPinnedRegister;
   OBJPROF_EMIT(a.push(x86::r15));
   OBJPROF_EMIT(a.push(x86::r14));
@@ -30,7 +37,7 @@ Status emit_thunk(asmjit::CodeHolder& code, const EmitterConfig& cfg, const Barr
     if (Status s = emit_load_pinned_cache(a, regs); !s) return s;
   const asmjit::Label end = a.newLabel();
   if (kind == ThunkKind::kSingle) {
-    if (Status s = emit_access_barrier(a, cfg, desc, regs); !s) return s;
+    if (Status s = barrier(); !s) return s;
   } else {
     const asmjit::Label top = a.newLabel();
     OBJPROF_EMIT(a.test(x86::rcx, x86::rcx));
@@ -38,7 +45,7 @@ Status emit_thunk(asmjit::CodeHolder& code, const EmitterConfig& cfg, const Barr
     OBJPROF_EMIT(a.align(asmjit::AlignMode::kCode, 16));
     OBJPROF_EMIT(a.bind(top));
     OBJPROF_EMIT(a.mov(x86::r8, x86::qword_ptr(x86::rdx)));
-    if (Status s = emit_access_barrier(a, cfg, desc, regs); !s) return s;
+    if (Status s = barrier(); !s) return s;
     OBJPROF_EMIT(a.add(x86::rdx, 8));
     OBJPROF_EMIT(a.dec(x86::rcx));
     OBJPROF_EMIT(a.jnz(top));
@@ -49,16 +56,24 @@ Status emit_thunk(asmjit::CodeHolder& code, const EmitterConfig& cfg, const Barr
   OBJPROF_EMIT(a.pop(x86::r14));
   OBJPROF_EMIT(a.pop(x86::r15));
   OBJPROF_EMIT(a.ret());
+  if (options.out_of_line) return emit_access_barrier_slow(a, cfg, desc, regs, slow, resume);
   return Status::Ok();
 }
 #elif defined(__aarch64__)
 Status emit_thunk(asmjit::CodeHolder& code, const EmitterConfig& cfg, const BarrierDescriptor& desc, ThunkKind kind,
-                  bool pass_desc_register) {
+                  const ThunkOptions& options) {
   namespace a64 = asmjit::a64;
   a64::Assembler a(&code);
   // AAPCS64: x0 = thread, x1 = desc, x2 = obj (kSingle) or objs (kLoop), x3 = n.
   A64BarrierRegs regs = A64BarrierRegs::art(kind == ThunkKind::kSingle ? a64::x2 : a64::x4);
-  if (pass_desc_register) regs.desc = a64::x1;
+  if (options.desc_register) regs.desc = a64::x1;
+  const asmjit::Label slow = a.newLabel(), resume = a.newLabel();
+  auto barrier = [&]() -> Status {
+    if (!options.out_of_line) return emit_access_barrier(a, cfg, desc, regs);
+    if (Status s = emit_access_barrier_fast(a, cfg, desc, regs, slow); !s) return s;
+    OBJPROF_EMIT(a.bind(resume));
+    return Status::Ok();
+  };
   const bool pinned = cfg.cache == CacheLocation::kPinnedRegister;
   OBJPROF_EMIT(a.stp(a64::x19, a64::x21, asmjit::arm::ptr_pre(a64::sp, -16)));
   OBJPROF_EMIT(a.mov(a64::x19, a64::x0));
@@ -66,13 +81,13 @@ Status emit_thunk(asmjit::CodeHolder& code, const EmitterConfig& cfg, const Barr
     if (Status s = emit_load_pinned_cache(a, regs); !s) return s;
   const asmjit::Label end = a.newLabel();
   if (kind == ThunkKind::kSingle) {
-    if (Status s = emit_access_barrier(a, cfg, desc, regs); !s) return s;
+    if (Status s = barrier(); !s) return s;
   } else {
     const asmjit::Label top = a.newLabel();
     OBJPROF_EMIT(a.cbz(a64::x3, end));
     OBJPROF_EMIT(a.bind(top));
     OBJPROF_EMIT(a.ldr(a64::x4, asmjit::arm::ptr_post(a64::x2, 8)));
-    if (Status s = emit_access_barrier(a, cfg, desc, regs); !s) return s;
+    if (Status s = barrier(); !s) return s;
     OBJPROF_EMIT(a.subs(a64::x3, a64::x3, asmjit::Imm(1)));
     OBJPROF_EMIT(a.b_ne(top));
   }
@@ -81,6 +96,7 @@ Status emit_thunk(asmjit::CodeHolder& code, const EmitterConfig& cfg, const Barr
     if (Status s = emit_store_pinned_cache(a, regs); !s) return s;
   OBJPROF_EMIT(a.ldp(a64::x19, a64::x21, asmjit::arm::ptr_post(a64::sp, 16)));
   OBJPROF_EMIT(a.ret(a64::x30));
+  if (options.out_of_line) return emit_access_barrier_slow(a, cfg, desc, regs, slow, resume);
   return Status::Ok();
 }
 #endif
@@ -96,17 +112,17 @@ bool barrier_thunks_supported() noexcept {
 }
 
 Result<BarrierThunk> BarrierThunk::compile(asmjit::JitRuntime& rt, const EmitterConfig& cfg,
-                                           const BarrierDescriptor& desc, ThunkKind kind, bool pass_desc_register) {
+                                           const BarrierDescriptor& desc, ThunkKind kind, ThunkOptions options) {
 #if defined(__x86_64__) || defined(__aarch64__)
   asmjit::CodeHolder code;
   if (Status s = detail::asmjit_status(code.init(rt.environment()), "CodeHolder::init"); !s)
     return s.error();
-  if (Status s = emit_thunk(code, cfg, desc, kind, pass_desc_register); !s) return s.error();
+  if (Status s = emit_thunk(code, cfg, desc, kind, options); !s) return s.error();
   void* fn = nullptr;
   if (Status s = detail::asmjit_status(rt.add(&fn, &code), "JitRuntime::add"); !s) return s.error();
   return BarrierThunk(&rt, fn, kind);
 #else
-  (void)rt, (void)cfg, (void)desc, (void)kind, (void)pass_desc_register;
+  (void)rt, (void)cfg, (void)desc, (void)kind, (void)options;
   return make_error(ErrorCode::kUnsupported, "barrier thunks run only on x86_64 and arm64 hosts");
 #endif
 }

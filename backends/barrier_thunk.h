@@ -10,7 +10,7 @@
 // thread pointer is moved to r15 / x19 and a pinned cache lives in r14 / x21 (loaded from
 // ThreadState::cache on entry and stored back on exit, as a JIT does around a method). When
 // cfg.bounds is kImmediate the bounds of `desc` at compile time are baked in; the descriptor
-// pointer passed at run time is used for the bitmap (pass_desc_register) or &desc is baked.
+// pointer passed at run time is used for the bitmap (desc_register) or &desc is baked.
 // Only the host's architecture can be compiled (x86_64 or arm64); elsewhere: kUnsupported.
 #pragma once
 
@@ -25,15 +25,22 @@ namespace objprof::backends {
 
 enum class ThunkKind : std::uint8_t { kSingle, kLoop };
 
+struct ThunkOptions {
+  // Address the descriptor through the argument register (true) or bake &desc into the code
+  // (false; then `desc` must outlive the thunk).
+  bool desc_register = true;
+  // Emit the barrier in the out-of-line form (emit_access_barrier_fast at the site, the miss
+  // path after the return). Only for variants with a cache compared first.
+  bool out_of_line = false;
+};
+
 class BarrierThunk {
  public:
   using SingleFn = void (*)(ThreadState*, BarrierDescriptor*, Address);
   using LoopFn = void (*)(ThreadState*, BarrierDescriptor*, const Address*, std::size_t);
 
-  // `pass_desc_register`: address the descriptor through the argument register (true) or
-  // bake &desc into the code (false; then `desc` must outlive the thunk).
   static Result<BarrierThunk> compile(asmjit::JitRuntime& rt, const EmitterConfig& cfg, const BarrierDescriptor& desc,
-                                      ThunkKind kind, bool pass_desc_register = true);
+                                      ThunkKind kind, ThunkOptions options = {});
 
   BarrierThunk(BarrierThunk&& other) noexcept;
   BarrierThunk& operator=(BarrierThunk&& other) noexcept;

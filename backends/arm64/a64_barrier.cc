@@ -91,8 +91,10 @@ class A64Barrier {
     if (cfg_.range_first) {
       if (Status s = range_check(); !s) return s;
       if (Status s = cache_compare(); !s) return s;
+      if (cfg_.uses_cache()) OBJPROF_EMIT(e_.b_eq(hit_));
     } else {
       if (Status s = cache_compare(); !s) return s;
+      if (cfg_.uses_cache()) OBJPROF_EMIT(e_.b_eq(hit_));
       if (Status s = range_check(); !s) return s;
     }
     if (Status s = mark(); !s) return s;
@@ -102,6 +104,29 @@ class A64Barrier {
       if (Status s = bump(thread_layout::kCacheHits); !s) return s;
     }
     OBJPROF_EMIT(e_.bind(done_));
+    return Status::Ok();
+  }
+
+  // Out-of-line form: the cache compare at the site, a hit falls through ...
+  Status emit_fast(asmjit::Label slow) {
+    if (cfg_.count) {
+      if (Status s = bump(thread_layout::kExecuted); !s) return s;
+    }
+    if (Status s = cache_compare(); !s) return s;
+    OBJPROF_EMIT(e_.b_ne(slow));
+    if (cfg_.count) {
+      if (Status s = bump(thread_layout::kCacheHits); !s) return s;
+    }
+    return Status::Ok();
+  }
+
+  // ... and the miss path elsewhere, returning to `resume`.
+  Status emit_slow(asmjit::Label slow, asmjit::Label resume) {
+    done_ = resume;
+    OBJPROF_EMIT(e_.bind(slow));
+    if (Status s = range_check(); !s) return s;
+    if (Status s = mark(); !s) return s;
+    OBJPROF_EMIT(e_.b(resume));
     return Status::Ok();
   }
 
@@ -131,6 +156,9 @@ class A64Barrier {
     return Status::Ok();
   }
 
+  // Compares obj with the cache (the caller branches on equal). A hit implies the object is in
+  // range (the cache holds 0 or an in-range object), so this may come before or after the
+  // range check.
   Status cache_compare() {
     switch (cfg_.cache) {
       case CacheLocation::kNone: return Status::Ok();
@@ -140,7 +168,6 @@ class A64Barrier {
         break;
       case CacheLocation::kPinnedRegister: OBJPROF_EMIT(e_.cmp(r_.cache, r_.obj)); break;
     }
-    OBJPROF_EMIT(e_.b_eq(hit_));
     return Status::Ok();
   }
 
@@ -227,15 +254,44 @@ class A64Barrier {
 
 }  // namespace
 
-Status emit_access_barrier(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
-                           const A64BarrierRegs& regs) {
+namespace {
+Status check_all(const asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
+                 const A64BarrierRegs& regs) {
   if (Status s = check_emitter(e); !s) return s;
   if (Status s = cfg.validate(); !s) return s;
   if (Status s = check_regs(cfg, regs); !s) return s;
   if (desc.log2_granule > 16)
     return make_error(ErrorCode::kInvalidArgument,
                       "arm64 barrier: log2 granule " + std::to_string(desc.log2_granule) + " is out of range");
+  return Status::Ok();
+}
+
+Status check_split(const EmitterConfig& cfg) {
+  if (!cfg.uses_cache() || cfg.range_first)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "arm64 barrier " + cfg.name() + ": the out-of-line form needs a cache compared first");
+  return Status::Ok();
+}
+}  // namespace
+
+Status emit_access_barrier(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
+                           const A64BarrierRegs& regs) {
+  if (Status s = check_all(e, cfg, desc, regs); !s) return s;
   return A64Barrier(*e.as<a64::Emitter>(), cfg, desc, regs).emit();
+}
+
+Status emit_access_barrier_fast(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
+                                const A64BarrierRegs& regs, asmjit::Label slow) {
+  if (Status s = check_all(e, cfg, desc, regs); !s) return s;
+  if (Status s = check_split(cfg); !s) return s;
+  return A64Barrier(*e.as<a64::Emitter>(), cfg, desc, regs).emit_fast(slow);
+}
+
+Status emit_access_barrier_slow(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
+                                const A64BarrierRegs& regs, asmjit::Label slow, asmjit::Label resume) {
+  if (Status s = check_all(e, cfg, desc, regs); !s) return s;
+  if (Status s = check_split(cfg); !s) return s;
+  return A64Barrier(*e.as<a64::Emitter>(), cfg, desc, regs).emit_slow(slow, resume);
 }
 
 namespace {

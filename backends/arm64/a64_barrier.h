@@ -61,6 +61,13 @@ A64Atomics a64_resolve_atomics(A64Atomics a) noexcept;
 Status emit_access_barrier(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
                            const A64BarrierRegs& regs);
 
+// Out-of-line form (see x86_barrier.h): the cache compare and `b.ne slow` at the site, a hit
+// falls through; the miss path later, binding `slow` and branching back to `resume`.
+Status emit_access_barrier_fast(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
+                                const A64BarrierRegs& regs, asmjit::Label slow);
+Status emit_access_barrier_slow(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
+                                const A64BarrierRegs& regs, asmjit::Label slow, asmjit::Label resume);
+
 Status emit_load_pinned_cache(asmjit::BaseEmitter& e, const A64BarrierRegs& regs);
 Status emit_store_pinned_cache(asmjit::BaseEmitter& e, const A64BarrierRegs& regs);
 

@@ -69,8 +69,10 @@ class X86Barrier {
     if (cfg_.range_first) {
       if (Status s = range_check(); !s) return s;
       if (Status s = cache_compare(); !s) return s;
+      if (cfg_.uses_cache()) OBJPROF_EMIT(e_.je(hit_));
     } else {
       if (Status s = cache_compare(); !s) return s;
+      if (cfg_.uses_cache()) OBJPROF_EMIT(e_.je(hit_));
       if (Status s = range_check(); !s) return s;
     }
     if (Status s = mark(); !s) return s;
@@ -80,6 +82,25 @@ class X86Barrier {
       OBJPROF_EMIT(e_.inc(thread_field(thread_layout::kCacheHits)));
     }
     OBJPROF_EMIT(e_.bind(done_));
+    return Status::Ok();
+  }
+
+  // Out-of-line form: the cache compare at the site, a hit falls through ...
+  Status emit_fast(asmjit::Label slow) {
+    if (cfg_.count) OBJPROF_EMIT(e_.inc(thread_field(thread_layout::kExecuted)));
+    if (Status s = cache_compare(); !s) return s;
+    OBJPROF_EMIT(e_.jne(slow));
+    if (cfg_.count) OBJPROF_EMIT(e_.inc(thread_field(thread_layout::kCacheHits)));
+    return Status::Ok();
+  }
+
+  // ... and the miss path elsewhere, returning to `resume`.
+  Status emit_slow(asmjit::Label slow, asmjit::Label resume) {
+    done_ = resume;
+    OBJPROF_EMIT(e_.bind(slow));
+    if (Status s = range_check(); !s) return s;
+    if (Status s = mark(); !s) return s;
+    OBJPROF_EMIT(e_.jmp(resume));
     return Status::Ok();
   }
 
@@ -99,15 +120,15 @@ class X86Barrier {
     return Status::Ok();
   }
 
-  // obj == cache -> hit_. A hit implies the object is in range (the cache holds 0 or an
-  // in-range object), so this may come before or after the range check.
+  // Compares obj with the cache (the caller branches on equal). A hit implies the object is in
+  // range (the cache holds 0 or an in-range object), so this may come before or after the
+  // range check.
   Status cache_compare() {
     switch (cfg_.cache) {
       case CacheLocation::kNone: return Status::Ok();
       case CacheLocation::kThreadField: OBJPROF_EMIT(e_.cmp(r_.obj, thread_field(thread_layout::kCache))); break;
       case CacheLocation::kPinnedRegister: OBJPROF_EMIT(e_.cmp(r_.obj, r_.cache)); break;
     }
-    OBJPROF_EMIT(e_.je(hit_));
     return Status::Ok();
   }
 
@@ -182,15 +203,44 @@ class X86Barrier {
 
 }  // namespace
 
-Status emit_access_barrier(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
-                           const X86BarrierRegs& regs) {
+namespace {
+Status check_all(const asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
+                 const X86BarrierRegs& regs) {
   if (Status s = check_emitter(e); !s) return s;
   if (Status s = cfg.validate(); !s) return s;
   if (Status s = check_regs(cfg, regs); !s) return s;
   if (desc.log2_granule > 16)
     return make_error(ErrorCode::kInvalidArgument,
                       "x86_64 barrier: log2 granule " + std::to_string(desc.log2_granule) + " is out of range");
+  return Status::Ok();
+}
+
+Status check_split(const EmitterConfig& cfg) {
+  if (!cfg.uses_cache() || cfg.range_first)
+    return make_error(ErrorCode::kInvalidArgument, "x86_64 barrier " + cfg.name() +
+                                                       ": the out-of-line form needs a cache compared first");
+  return Status::Ok();
+}
+}  // namespace
+
+Status emit_access_barrier(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
+                           const X86BarrierRegs& regs) {
+  if (Status s = check_all(e, cfg, desc, regs); !s) return s;
   return X86Barrier(*e.as<x86::Emitter>(), cfg, desc, regs).emit();
+}
+
+Status emit_access_barrier_fast(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
+                                const X86BarrierRegs& regs, asmjit::Label slow) {
+  if (Status s = check_all(e, cfg, desc, regs); !s) return s;
+  if (Status s = check_split(cfg); !s) return s;
+  return X86Barrier(*e.as<x86::Emitter>(), cfg, desc, regs).emit_fast(slow);
+}
+
+Status emit_access_barrier_slow(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
+                                const X86BarrierRegs& regs, asmjit::Label slow, asmjit::Label resume) {
+  if (Status s = check_all(e, cfg, desc, regs); !s) return s;
+  if (Status s = check_split(cfg); !s) return s;
+  return X86Barrier(*e.as<x86::Emitter>(), cfg, desc, regs).emit_slow(slow, resume);
 }
 
 Status emit_load_pinned_cache(asmjit::BaseEmitter& base, const X86BarrierRegs& regs) {

@@ -54,6 +54,18 @@ inline constexpr int kX86ScratchCount = 3;
 Status emit_access_barrier(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
                            const X86BarrierRegs& regs);
 
+// Out-of-line form, for JITs that emit slow paths after the method body (as ART's
+// SlowPathCode): at the access site emit_access_barrier_fast compares with the cache; a hit
+// falls through (no taken branch), a miss jumps to `slow`. The caller binds a `resume` label
+// right after it, and later, after the method's return, emit_access_barrier_slow binds `slow`,
+// runs the range check and the mark, and jumps back to `resume`. Same cfg, desc and regs for
+// both halves; only for variants with a cache compared first (uses_cache() && !range_first).
+// Behaviour is identical to emit_access_barrier.
+Status emit_access_barrier_fast(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
+                                const X86BarrierRegs& regs, asmjit::Label slow);
+Status emit_access_barrier_slow(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
+                                const X86BarrierRegs& regs, asmjit::Label slow, asmjit::Label resume);
+
 // Pinned cache register <-> ThreadState::cache: on method entry / after a safepoint, and on exit.
 Status emit_load_pinned_cache(asmjit::BaseEmitter& e, const X86BarrierRegs& regs);
 Status emit_store_pinned_cache(asmjit::BaseEmitter& e, const X86BarrierRegs& regs);

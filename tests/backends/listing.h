@@ -57,6 +57,24 @@ inline Listing x86_listing(const EmitterConfig& cfg, const BarrierDescriptor& de
   return listing<asmjit::x86::Assembler>(asmjit::Arch::kX64, cfg, desc, regs);
 }
 
+// The out-of-line form: the fast path's listing and the slow path's, emitted after a `ret`.
+template <class Assembler, class Regs>
+std::pair<Listing, Listing> split_listings(asmjit::Arch arch, const EmitterConfig& cfg, const BarrierDescriptor& desc,
+                                           const Regs& regs) {
+  asmjit::CodeHolder code;
+  REQUIRE(code.init(asmjit::Environment(arch)) == asmjit::kErrorOk);
+  asmjit::StringLogger logger;
+  code.setLogger(&logger);
+  Assembler a(&code);
+  const asmjit::Label slow = a.newLabel(), resume = a.newLabel();
+  Status fast = emit_access_barrier_fast(a, cfg, desc, regs, slow);
+  std::string fast_text = logger.data();
+  logger.clear();
+  if (fast) a.bind(resume);
+  Status s = fast ? emit_access_barrier_slow(a, cfg, desc, regs, slow, resume) : Status::Ok();
+  return {split_listing(std::move(fast), std::move(fast_text)), split_listing(std::move(s), logger.data())};
+}
+
 // What the emitted instructions do to registers and memory, from asmjit's instruction
 // introspection (InstAPI::queryRWInfo), in emission order.
 struct Effects {
@@ -66,12 +84,22 @@ struct Effects {
   int instructions = 0;
 };
 
+// `out_of_line`: the fast path, then (as a JIT would, after the method) the slow path.
 template <class Builder, class Regs>
-Effects effects(asmjit::Arch arch, const EmitterConfig& cfg, const BarrierDescriptor& desc, const Regs& regs) {
+Effects effects(asmjit::Arch arch, const EmitterConfig& cfg, const BarrierDescriptor& desc, const Regs& regs,
+                bool out_of_line = false) {
   asmjit::CodeHolder code;
   REQUIRE(code.init(asmjit::Environment(arch)) == asmjit::kErrorOk);
   Builder b(&code);
-  Status s = emit_access_barrier(b, cfg, desc, regs);
+  Status s;
+  if (out_of_line) {
+    const asmjit::Label slow = b.newLabel(), resume = b.newLabel();
+    s = emit_access_barrier_fast(b, cfg, desc, regs, slow);
+    if (s) s = b.bind(resume) == asmjit::kErrorOk ? Status::Ok() : make_error(ErrorCode::kInvalidArgument, "bind");
+    if (s) s = emit_access_barrier_slow(b, cfg, desc, regs, slow, resume);
+  } else {
+    s = emit_access_barrier(b, cfg, desc, regs);
+  }
   INFO((s ? std::string() : s.error().message));
   REQUIRE(s.ok());
   Effects fx;

@@ -130,7 +130,7 @@ HeapSpace make_space(Address begin, std::uint64_t size, std::uint32_t k) {
 
 }  // namespace
 
-TEST_CASE("Emitted barriers equal the C++ barrier on random address sequences", "[backends][exec]") {
+TEST_CASE("backends: Emitted barriers equal the C++ barrier on random address sequences", "[backends][exec]") {
   if (!barrier_thunks_supported()) {
     SUCCEED("emitted code runs only on x86_64 and arm64 hosts");
     return;
@@ -146,13 +146,18 @@ TEST_CASE("Emitted barriers equal the C++ barrier on random address sequences", 
   for (const HeapSpace& space : spaces) {
     const bool huge = space.size() > (std::uint64_t{1} << 31);
     for (const EmitterConfig& cfg : executed_variants()) {
-      for (bool desc_reg : {true, false}) {
+      // Descriptor in a register, baked, and the out-of-line form where the variant has one.
+      for (int mode = 0; mode < 3; ++mode) {
+        ThunkOptions options;
+        options.desc_register = mode != 1;
+        options.out_of_line = mode == 2;
+        if (options.out_of_line && (!cfg.uses_cache() || cfg.range_first)) continue;
         // The huge space's bitmap is 32 MiB: one variant per bounds source is enough there.
-        if (huge && (cfg.count || cfg.range_first || cfg.mark == MarkMode::kAtomicTestFirst || !desc_reg)) continue;
-        INFO(cfg.name() << " space " << std::hex << space.begin() << std::dec << (desc_reg ? " desc reg" : " desc baked"));
+        if (huge && (cfg.count || cfg.range_first || cfg.mark == MarkMode::kAtomicTestFirst || mode != 0)) continue;
+        INFO(cfg.name() << " space " << std::hex << space.begin() << std::dec << " mode " << mode);
         Twin t(space);
         Result<BarrierThunk> thunk =
-            BarrierThunk::compile(rt, cfg, t.jit_bitmap->descriptor(), ThunkKind::kSingle, desc_reg);
+            BarrierThunk::compile(rt, cfg, t.jit_bitmap->descriptor(), ThunkKind::kSingle, options);
         INFO((thunk.ok() ? std::string() : thunk.error().message));
         REQUIRE(thunk.ok());
         BarrierThunk::SingleFn f = thunk->single();
@@ -204,27 +209,32 @@ TEST_CASE("Emitted barriers equal the C++ barrier on random address sequences", 
   }
 }
 
-TEST_CASE("Emitted barrier loops equal the C++ barrier and keep the pinned cache across accesses",
+TEST_CASE("backends: Emitted barrier loops equal the C++ barrier and keep the pinned cache across accesses",
           "[backends][exec]") {
   if (!barrier_thunks_supported()) return;
   asmjit::JitRuntime rt;
   const HeapSpace space = make_space(0x20000000, 1 << 15, 8);
   const std::vector<Address> seq = address_sequence(space, objprof::test::scaled(2000, 8), 99);
   for (const EmitterConfig& cfg : executed_variants()) {
-    INFO(cfg.name());
-    Twin t(space);
-    Result<BarrierThunk> thunk = BarrierThunk::compile(rt, cfg, t.jit_bitmap->descriptor(), ThunkKind::kLoop);
-    REQUIRE(thunk.ok());
-    thunk->loop()(&t.jit_thread, &t.jit_bitmap->descriptor(), seq.data(), 0);  // n = 0: nothing
-    t.check_same_state();
-    // Half, then the rest: the pinned cache is stored on exit and reloaded on entry.
-    const std::size_t half = seq.size() / 2;
-    thunk->loop()(&t.jit_thread, &t.jit_bitmap->descriptor(), seq.data(), half);
-    for (std::size_t i = 0; i < half; ++i) t.cpp_access(cfg.barrier_config(), seq[i]);
-    t.check_same_state();
-    thunk->loop()(&t.jit_thread, &t.jit_bitmap->descriptor(), seq.data() + half, seq.size() - half);
-    for (std::size_t i = half; i < seq.size(); ++i) t.cpp_access(cfg.barrier_config(), seq[i]);
-    t.check_same_state();
+    for (bool ool : {false, true}) {
+      if (ool && (!cfg.uses_cache() || cfg.range_first)) continue;
+      INFO(cfg.name() << (ool ? " out of line" : ""));
+      Twin t(space);
+      ThunkOptions options;
+      options.out_of_line = ool;
+      Result<BarrierThunk> thunk = BarrierThunk::compile(rt, cfg, t.jit_bitmap->descriptor(), ThunkKind::kLoop, options);
+      REQUIRE(thunk.ok());
+      thunk->loop()(&t.jit_thread, &t.jit_bitmap->descriptor(), seq.data(), 0);  // n = 0: nothing
+      t.check_same_state();
+      // Half, then the rest: the pinned cache is stored on exit and reloaded on entry.
+      const std::size_t half = seq.size() / 2;
+      thunk->loop()(&t.jit_thread, &t.jit_bitmap->descriptor(), seq.data(), half);
+      for (std::size_t i = 0; i < half; ++i) t.cpp_access(cfg.barrier_config(), seq[i]);
+      t.check_same_state();
+      thunk->loop()(&t.jit_thread, &t.jit_bitmap->descriptor(), seq.data() + half, seq.size() - half);
+      for (std::size_t i = half; i < seq.size(); ++i) t.cpp_access(cfg.barrier_config(), seq[i]);
+      t.check_same_state();
+    }
   }
 }
 
@@ -347,7 +357,7 @@ Assignment random_assignment(std::mt19937_64& rng, const EmitterConfig& cfg, boo
 
 }  // namespace
 
-TEST_CASE("Emitted barriers preserve every register but their declared scratch registers", "[backends][exec]") {
+TEST_CASE("backends: Emitted barriers preserve every register but their declared scratch registers", "[backends][exec]") {
 #if defined(__x86_64__) || defined(__aarch64__)
   asmjit::JitRuntime rt;
   const HeapSpace space = make_space(0x30000000, 1 << 14, 8);
@@ -418,7 +428,8 @@ using HostRegs = A64BarrierRegs;
 #if defined(__x86_64__) || defined(__aarch64__)
 using PairFn = void (*)(ThreadState*, BarrierDescriptor*, Address, Address);
 
-Result<void*> compile_pair(asmjit::JitRuntime& rt, const EmitterConfig& cfg, const BarrierDescriptor& desc) {
+// `ool`: the middle barrier in the out-of-line form, its slow path after the return.
+Result<void*> compile_pair(asmjit::JitRuntime& rt, const EmitterConfig& cfg, const BarrierDescriptor& desc, bool ool) {
   asmjit::CodeHolder code;
   code.init(rt.environment());
   HostCompiler cc(&code);
@@ -436,12 +447,24 @@ Result<void*> compile_pair(asmjit::JitRuntime& rt, const EmitterConfig& cfg, con
   const bool pinned = cfg.cache == CacheLocation::kPinnedRegister;
   if (pinned)
     if (Status s = emit_load_pinned_cache(cc, regs); !s) return s.error();
-  for (const auto& obj : {a, b, a}) {
-    regs.obj = obj;
-    if (Status s = emit_access_barrier(cc, cfg, desc, regs); !s) return s.error();
+  const asmjit::Label slow = cc.newLabel(), resume = cc.newLabel();
+  HostRegs ool_regs = regs;
+  for (int i = 0; i < 3; ++i) {
+    regs.obj = i == 1 ? b : a;
+    if (ool && i == 1) {
+      if (Status s = emit_access_barrier_fast(cc, cfg, desc, regs, slow); !s) return s.error();
+      cc.bind(resume);
+      ool_regs = regs;
+    } else {
+      if (Status s = emit_access_barrier(cc, cfg, desc, regs); !s) return s.error();
+    }
   }
   if (pinned)
     if (Status s = emit_store_pinned_cache(cc, regs); !s) return s.error();
+  if (ool) {
+    cc.ret();
+    if (Status s = emit_access_barrier_slow(cc, cfg, desc, ool_regs, slow, resume); !s) return s.error();
+  }
   cc.endFunc();
   if (cc.finalize() != asmjit::kErrorOk) return make_error(ErrorCode::kInvalidArgument, "Compiler::finalize failed");
   void* out = nullptr;
@@ -452,24 +475,27 @@ Result<void*> compile_pair(asmjit::JitRuntime& rt, const EmitterConfig& cfg, con
 
 }  // namespace
 
-TEST_CASE("Emitted barriers work from asmjit's Compiler with virtual registers", "[backends][exec]") {
+TEST_CASE("backends: Emitted barriers work from asmjit's Compiler with virtual registers", "[backends][exec]") {
 #if defined(__x86_64__) || defined(__aarch64__)
   asmjit::JitRuntime rt;
   const HeapSpace space = make_space(0x40000000, 1 << 14, 8);
   const std::vector<Address> seq = address_sequence(space, objprof::test::scaled(200, 4), 5);
   for (const EmitterConfig& cfg : executed_variants()) {
-    INFO(cfg.name());
-    Twin t(space);
-    Result<void*> fn = compile_pair(rt, cfg, t.jit_bitmap->descriptor());
-    INFO((fn.ok() ? std::string() : fn.error().message));
-    REQUIRE(fn.ok());
-    auto f = reinterpret_cast<PairFn>(*fn);
-    for (std::size_t i = 0; i + 1 < seq.size(); ++i) {
-      f(&t.jit_thread, &t.jit_bitmap->descriptor(), seq[i], seq[i + 1]);
-      for (Address obj : {seq[i], seq[i + 1], seq[i]}) t.cpp_access(cfg.barrier_config(), obj);
+    for (bool ool : {false, true}) {
+      if (ool && (!cfg.uses_cache() || cfg.range_first)) continue;
+      INFO(cfg.name() << (ool ? " out of line" : ""));
+      Twin t(space);
+      Result<void*> fn = compile_pair(rt, cfg, t.jit_bitmap->descriptor(), ool);
+      INFO((fn.ok() ? std::string() : fn.error().message));
+      REQUIRE(fn.ok());
+      auto f = reinterpret_cast<PairFn>(*fn);
+      for (std::size_t i = 0; i + 1 < seq.size(); ++i) {
+        f(&t.jit_thread, &t.jit_bitmap->descriptor(), seq[i], seq[i + 1]);
+        for (Address obj : {seq[i], seq[i + 1], seq[i]}) t.cpp_access(cfg.barrier_config(), obj);
+      }
+      t.check_same_state();
+      rt.release(*fn);
     }
-    t.check_same_state();
-    rt.release(*fn);
   }
 #else
   SUCCEED("emitted code runs only on x86_64 and arm64 hosts");

@@ -40,7 +40,7 @@ std::size_t count_prefix(const Listing& l, const std::string& prefix) {
 
 }  // namespace
 
-TEST_CASE("arm64 racy barrier is the seed 001 section 2.3 sequence", "[backends][arm64][listing]") {
+TEST_CASE("backends: arm64 racy barrier is the seed 001 section 2.3 sequence", "[backends][arm64][listing]") {
   // Seed 001 §2.3 (ART, object in x1, thread in x19 = tr), step by step:
   //   range check    mov x16,#end; cmp x1,x16; b.ge; mov x16,#begin; cmp x16,x1; b.le
   //   cache compare  ldr x16,[tr,#2440]; cmp x16,x1; b.eq
@@ -99,7 +99,7 @@ TEST_CASE("arm64 racy barrier is the seed 001 section 2.3 sequence", "[backends]
   CHECK(d.mnemonics == reordered);
 }
 
-TEST_CASE("arm64 atomic marks use LSE stsetb or an exclusive loop", "[backends][arm64][listing]") {
+TEST_CASE("backends: arm64 atomic marks use LSE stsetb or an exclusive loop", "[backends][arm64][listing]") {
   BarrierDescriptor desc;
   seed_space(desc);
   A64BarrierRegs regs = A64BarrierRegs::art(a64::x1);
@@ -131,7 +131,7 @@ TEST_CASE("arm64 atomic marks use LSE stsetb or an exclusive loop", "[backends][
   CHECK(a64_scratch_count(cfg) == 3);
 }
 
-TEST_CASE("x86_64 barrier variants differ exactly where their configuration says", "[backends][x86_64][listing]") {
+TEST_CASE("backends: x86_64 barrier variants differ exactly where their configuration says", "[backends][x86_64][listing]") {
   BarrierDescriptor desc;
   seed_space(desc);
   X86BarrierRegs regs = X86BarrierRegs::sysv(x86::rdx);
@@ -175,7 +175,7 @@ TEST_CASE("x86_64 barrier variants differ exactly where their configuration says
   }
 }
 
-TEST_CASE("x86_64 immediates: high spaces and spaces over 2 GiB use 64-bit moves", "[backends][x86_64][listing]") {
+TEST_CASE("backends: x86_64 immediates: high spaces and spaces over 2 GiB use 64-bit moves", "[backends][x86_64][listing]") {
   BarrierDescriptor desc;
   desc.begin = 0x7f0000000000;
   desc.size = (std::uint64_t{1} << 31) + 4096;
@@ -197,17 +197,18 @@ TEST_CASE("x86_64 immediates: high spaces and spaces over 2 GiB use 64-bit moves
   CHECK(has_line(l, "add r11, qword ptr [rax+16]"));
 }
 
-TEST_CASE("Emitted barriers write only their declared scratch registers", "[backends][listing]") {
+TEST_CASE("backends: Emitted barriers write only their declared scratch registers", "[backends][listing]") {
   BarrierDescriptor desc;
   seed_space(desc);
   for (const EmitterConfig& base : all_emitter_configs()) {
     for (bool desc_reg : {true, false}) {
-      {
+      for (bool ool : {false, true}) {
+        if (ool && (!base.uses_cache() || base.range_first)) continue;
         X86BarrierRegs regs = X86BarrierRegs::sysv(x86::rdx);
         if (desc_reg) regs.desc = x86::rsi;
         const Effects fx =
-            objprof::backends::test::effects<x86::Builder>(asmjit::Arch::kX64, base, desc, regs);
-        INFO("x86_64 " << base.name() << (desc_reg ? " desc in rsi" : " desc baked"));
+            objprof::backends::test::effects<x86::Builder>(asmjit::Arch::kX64, base, desc, regs, ool);
+        INFO("x86_64 " << base.name() << (desc_reg ? " desc in rsi" : " desc baked") << (ool ? " out of line" : ""));
         std::set<std::uint32_t> allowed;
         for (const x86::Gp& g : regs.scratch) allowed.insert(g.id());
         if (base.cache == CacheLocation::kPinnedRegister) allowed.insert(regs.cache.id());
@@ -218,14 +219,16 @@ TEST_CASE("Emitted barriers write only their declared scratch registers", "[back
         // byte address in the second scratch register.
         for (std::uint32_t id : fx.store_bases) CHECK((id == regs.thread.id() || id == regs.scratch[1].id()));
       }
-      for (A64Atomics atomics : {A64Atomics::kLse, A64Atomics::kExclusive}) {
+      for (int mode = 0; mode < 4; ++mode) {
+        const bool ool = mode >= 2;
+        if (ool && (!base.uses_cache() || base.range_first)) continue;
         EmitterConfig cfg = base;
-        cfg.a64_atomics = atomics;
+        cfg.a64_atomics = mode % 2 == 0 ? A64Atomics::kLse : A64Atomics::kExclusive;
         A64BarrierRegs regs = A64BarrierRegs::art(a64::x1);
         if (desc_reg) regs.desc = a64::x2;
         const Effects fx =
-            objprof::backends::test::effects<a64::Builder>(asmjit::Arch::kAArch64, cfg, desc, regs);
-        INFO("arm64 " << cfg.name() << (desc_reg ? " desc in x2" : " desc baked"));
+            objprof::backends::test::effects<a64::Builder>(asmjit::Arch::kAArch64, cfg, desc, regs, ool);
+        INFO("arm64 " << cfg.name() << (desc_reg ? " desc in x2" : " desc baked") << (ool ? " out of line" : ""));
         std::set<std::uint32_t> allowed;
         for (int i = 0; i < a64_scratch_count(cfg); ++i) allowed.insert(regs.scratch[static_cast<std::size_t>(i)].id());
         if (cfg.cache == CacheLocation::kPinnedRegister) allowed.insert(regs.cache.id());
@@ -239,7 +242,7 @@ TEST_CASE("Emitted barriers write only their declared scratch registers", "[back
   }
 }
 
-TEST_CASE("Emitters refuse aliased, missing or wrong-width registers and foreign emitters", "[backends][listing]") {
+TEST_CASE("backends: Emitters refuse aliased, missing or wrong-width registers and foreign emitters", "[backends][listing]") {
   BarrierDescriptor desc;
   seed_space(desc);
   EmitterConfig cfg;
@@ -300,5 +303,48 @@ TEST_CASE("Emitters refuse aliased, missing or wrong-width registers and foreign
     seed_space(wide);
     wide.log2_granule = 40;
     CHECK_FALSE(a64_listing(cfg, wide, ok).status.ok());
+  }
+}
+
+TEST_CASE("backends: The out-of-line form keeps a cache hit on the fall-through path", "[backends][listing]") {
+  BarrierDescriptor desc;
+  seed_space(desc);
+  EmitterConfig cfg;  // field / racy / desc
+  {
+    A64BarrierRegs regs = A64BarrierRegs::art(a64::x1);
+    regs.desc = a64::x2;
+    auto [fast, slow] = objprof::backends::test::split_listings<a64::Assembler>(asmjit::Arch::kAArch64, cfg, desc, regs);
+    INFO(fast.text << "--\n" << slow.text);
+    REQUIRE(fast.status.ok());
+    REQUIRE(slow.status.ok());
+    CHECK(fast.mnemonics == std::vector<std::string>{"ldr", "cmp", "b.ne"});
+    // The slow path is the whole barrier's miss path, then a branch back.
+    const Listing whole = a64_listing(cfg, desc, regs);
+    std::vector<std::string> expected(whole.mnemonics.begin() + 3, whole.mnemonics.end());
+    expected.push_back("b");
+    CHECK(slow.mnemonics == expected);
+  }
+  {
+    X86BarrierRegs regs = X86BarrierRegs::sysv(x86::rdx);
+    regs.desc = x86::rsi;
+    cfg.cache = CacheLocation::kPinnedRegister;
+    cfg.count = true;
+    auto [fast, slow] = objprof::backends::test::split_listings<x86::Assembler>(asmjit::Arch::kX64, cfg, desc, regs);
+    INFO(fast.text << "--\n" << slow.text);
+    REQUIRE(fast.status.ok());
+    REQUIRE(slow.status.ok());
+    CHECK(fast.lines == std::vector<std::string>{"inc qword ptr [r15+8]", "cmp rdx, r14", "jne L0", "inc qword ptr [r15+16]"});
+    CHECK(slow.mnemonics.front() == "mov");
+    CHECK(slow.lines.back().find("jmp L1") != std::string::npos);  // back to resume (bound: "short jmp")
+    CHECK(has_line(slow, "mov r14, rdx"));
+    CHECK(has_line(slow, "inc qword ptr [r15+24]"));
+  }
+  // No cache, or the range check first: there is no fast path to split off.
+  for (const char* name : {"none/racy/desc", "field/racy/desc/range-first"}) {
+    INFO(name);
+    auto [fast, slow] = objprof::backends::test::split_listings<x86::Assembler>(
+        asmjit::Arch::kX64, *parse_emitter_config(name), desc, X86BarrierRegs::sysv(x86::rdx));
+    REQUIRE_FALSE(fast.status.ok());
+    CHECK(fast.status.error().message.find("out-of-line") != std::string::npos);
   }
 }

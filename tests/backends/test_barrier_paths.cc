@@ -14,7 +14,7 @@ void seed_space(BarrierDescriptor& d) {
 }
 }  // namespace
 
-TEST_CASE("Barrier path lengths of the default variants are the hand-counted ones", "[backends][paths]") {
+TEST_CASE("backends: Barrier path lengths of the default variants are the hand-counted ones", "[backends][paths]") {
   BarrierDescriptor desc;
   seed_space(desc);
   EmitterConfig cfg;  // field / racy / desc
@@ -40,7 +40,7 @@ TEST_CASE("Barrier path lengths of the default variants are the hand-counted one
   CHECK(none->mark == 14);
 }
 
-TEST_CASE("Barrier path lengths are consistent for every variant on both architectures", "[backends][paths]") {
+TEST_CASE("backends: Barrier path lengths are consistent for every variant on both architectures", "[backends][paths]") {
   BarrierDescriptor desc;
   seed_space(desc);
   for (const EmitterConfig& base : all_emitter_configs()) {

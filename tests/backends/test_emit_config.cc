@@ -8,7 +8,7 @@
 using namespace objprof;
 using namespace objprof::backends;
 
-TEST_CASE("EmitterConfig round-trips through the C++ BarrierConfig", "[backends][config]") {
+TEST_CASE("backends: EmitterConfig round-trips through the C++ BarrierConfig", "[backends][config]") {
   for (bool cache : {false, true})
     for (MarkMode m : {MarkMode::kRacy, MarkMode::kAtomic, MarkMode::kAtomicTestFirst})
       for (bool count : {false, true})
@@ -23,7 +23,7 @@ TEST_CASE("EmitterConfig round-trips through the C++ BarrierConfig", "[backends]
         }
 }
 
-TEST_CASE("Every emitter variant has a distinct name that parses back to it", "[backends][config]") {
+TEST_CASE("backends: Every emitter variant has a distinct name that parses back to it", "[backends][config]") {
   const std::vector<EmitterConfig> all = all_emitter_configs();
   // none: 3 marks x 2 counts x 2 bounds; field and pinned: also the range-first order when not counting.
   CHECK(all.size() == 12 + 2 * 18);
@@ -42,7 +42,7 @@ TEST_CASE("Every emitter variant has a distinct name that parses back to it", "[
   CHECK(parse_emitter_config(lse->name()).ok());
 }
 
-TEST_CASE("Malformed emitter variant names are refused with a message", "[backends][config]") {
+TEST_CASE("backends: Malformed emitter variant names are refused with a message", "[backends][config]") {
   for (const char* bad : {"", "field", "field/racy", "cache/racy/desc", "field/lazy/desc", "field/racy/heap",
                           "field/racy/desc/fast", "a/b/c/d/e/f/g/h/i", "field/racy/desc/count/range-first"}) {
     INFO(bad);
@@ -53,14 +53,14 @@ TEST_CASE("Malformed emitter variant names are refused with a message", "[backen
   }
 }
 
-TEST_CASE("Thread layout offsets address the fields of a live ThreadState", "[backends][config]") {
+TEST_CASE("backends: Thread layout offsets address the fields of a live ThreadState", "[backends][config]") {
   CHECK(thread_layout_matches());
   CHECK(thread_layout::kCache == kThreadCacheOffset);
   CHECK(thread_layout::kExecuted != thread_layout::kCacheHits);
   CHECK(thread_layout::kCacheHits != thread_layout::kMarks);
 }
 
-TEST_CASE("The range-first order is refused with counters, whose hits it would count differently", "[backends][config]") {
+TEST_CASE("backends: The range-first order is refused with counters, whose hits it would count differently", "[backends][config]") {
   EmitterConfig cfg;
   cfg.range_first = true;
   CHECK(cfg.validate().ok());
