@@ -69,9 +69,11 @@ Result<HeapReplay> heap_replay(const TraceAnalysis& a, const ReplayOptions& opt)
       lo = std::min(lo, p.addr);
       hi = std::max(hi, p.addr + std::max<std::uint64_t>(a.objects.size_of(*opt.follow), 1));
     }
+    // Pad a little and round to 4 KiB so the axis labels are readable addresses.
     const std::uint64_t pad = std::max<std::uint64_t>((hi - lo) / 16, 1024);
-    r.window.begin = lo > pad ? lo - pad : 0;
-    r.window.bytes = hi - r.window.begin + pad;
+    r.window.begin = (lo > pad ? lo - pad : 0) & ~std::uint64_t{4095};
+    const std::uint64_t end = std::min<std::uint64_t>(hi + pad, ~std::uint64_t{0} - 4095);
+    r.window.bytes = ((end + 4095) & ~std::uint64_t{4095}) - r.window.begin;
   } else if (a.objects.size() > 0) {
     r.window.begin = a.objects.birth_addr(0) & ~std::uint64_t{4095};
     r.window.bytes = 16 * 1024;
@@ -92,7 +94,13 @@ Result<HeapReplay> heap_replay(const TraceAnalysis& a, const ReplayOptions& opt)
     return x.t_from != y.t_from ? x.t_from < y.t_from : x.addr != y.addr ? x.addr < y.addr : x.id < y.id;
   });
   r.segments_total = r.segments.size();
-  if (r.segments.size() > opt.max_segments) r.segments.resize(opt.max_segments);
+  if (r.segments.size() > opt.max_segments && opt.max_segments > 0) {
+    // Thin evenly over time, so the whole run stays visible (a prefix would stop mid-way).
+    std::vector<ReplaySegment> kept;
+    kept.reserve(opt.max_segments);
+    for (std::size_t i = 0; i < opt.max_segments; ++i) kept.push_back(r.segments[i * r.segments.size() / opt.max_segments]);
+    r.segments.swap(kept);
+  }
 
   if (opt.follow) {
     const ObjectId o = *opt.follow;
@@ -120,7 +128,7 @@ std::string replay_svg(const TraceAnalysis& a, const HeapReplay& r) {
   auto o = std::back_inserter(out);
   const std::string title = fmt::format("Heap replay: [{:#x}, {:#x}) ({}), {} segments{}", r.window.begin,
                                         r.window.begin + r.window.bytes, internal::human_bytes(r.window.bytes), r.segments_total,
-                                        r.segments.size() < r.segments_total ? fmt::format(" (first {} drawn)", r.segments.size()) : "");
+                                        r.segments.size() < r.segments_total ? fmt::format(" ({} drawn, evenly thinned)", r.segments.size()) : "");
   fmt::format_to(o,
                  R"(<svg xmlns="http://www.w3.org/2000/svg" class="chart replay" viewBox="0 0 {} {}" width="{}" height="{}" role="img">)"
                  "\n<title>{}</title>\n"
@@ -130,11 +138,6 @@ std::string replay_svg(const TraceAnalysis& a, const HeapReplay& r) {
                  R"(<text x="{}" y="24" font-size="15" font-family="sans-serif" font-weight="bold">{}</text>)"
                  "\n",
                  W, H, W, H, internal::xml_escape(title), W, H, L, T, pw, ph, L, internal::xml_escape(title));
-  // GCs: thin vertical lines (thinned when there are many).
-  const std::size_t every = r.gc_clocks.size() <= 300 ? 1 : (r.gc_clocks.size() + 299) / 300;
-  for (std::size_t i = 0; i < r.gc_clocks.size(); i += every)
-    fmt::format_to(o, R"(<line class="gc" x1="{:.1f}" y1="{}" x2="{:.1f}" y2="{}" stroke="#c8d8ee"/>)" "\n", px(r.gc_clocks[i]), T,
-                   px(r.gc_clocks[i]), T + ph);
   for (const ReplaySegment& s : r.segments) {
     const double y0 = py(s.addr), y1 = std::max(py(s.addr + std::max<std::uint64_t>(s.size, 1)), y0 + 1.0);
     const double x0 = px(s.t_from), x1 = std::max(px(s.t_to), x0 + 1.0);
@@ -146,6 +149,11 @@ std::string replay_svg(const TraceAnalysis& a, const HeapReplay& r) {
                      x2 - x1, y1 - y0);
     }
   }
+  // GCs: thin vertical lines over the segments (thinned when there are many).
+  const std::size_t every = r.gc_clocks.size() <= 300 ? 1 : (r.gc_clocks.size() + 299) / 300;
+  for (std::size_t i = 0; i < r.gc_clocks.size(); i += every)
+    fmt::format_to(o, R"(<line class="gc" x1="{:.1f}" y1="{}" x2="{:.1f}" y2="{}" stroke="#3a78c8" stroke-opacity="0.55"/>)" "\n",
+                   px(r.gc_clocks[i]), T, px(r.gc_clocks[i]), T + ph);
   if (!r.path.empty()) {
     std::string d;
     for (std::size_t i = 0; i < r.path.size(); ++i) {

@@ -58,6 +58,13 @@ class Html {
 
 std::string bytes_axis(double v) { return human_bytes(static_cast<std::uint64_t>(v < 0 ? 0 : v)); }
 
+// Over-time charts start at the origin: nothing is live before the first allocation.
+void from_origin(std::vector<double>& x, std::vector<internal::Series>& series) {
+  if (x.empty() || x.front() <= 0) return;
+  x.insert(x.begin(), 0.0);
+  for (internal::Series& s : series) s.values.insert(s.values.begin(), 0.0);
+}
+
 void group_section(Html& h, const Report& r, const GroupTable& g, const char* id, const char* title) {
   h.f("<h2 id=\"{}\">{}</h2>\n<p>Top {} of {} by allocated bytes; lifetime buckets count dead objects ({}).</p>\n", id, title,
       g.rows.size(), g.groups, r.options.buckets.clock == Clock::kGcs ? "GCs survived" : "bytes allocated");
@@ -133,11 +140,14 @@ std::string render_html(const Report& r) {
     for (const Cohort& c : r.cohorts.cohorts)
       s.push_back({fmt::format("cohort {} @{}", c.index, human_bytes(c.start_bytes)),
                    std::vector<double>(c.live_bytes.begin(), c.live_bytes.end())});
+    std::vector<double> x0 = x;
+    from_origin(x0, s);
     h.out += internal::stacked_area_chart(fmt::format("Live bytes per cohort of {} (oldest at the bottom)", human_bytes(r.cohorts.cohort_bytes)),
-                                          x, s, "time (bytes allocated)", "live bytes", bytes_axis, bytes_axis);
+                                          x0, s, "time (bytes allocated)", "live bytes", bytes_axis, bytes_axis);
     std::vector<internal::Series> n;
     for (const Cohort& c : r.cohorts.cohorts)
       n.push_back({fmt::format("cohort {}", c.index), std::vector<double>(c.live_objects.begin(), c.live_objects.end())});
+    from_origin(x, n);
     h.out += internal::stacked_area_chart("Live objects per cohort", x, n, "time (bytes allocated)", "live objects", bytes_axis,
                                           internal::short_number);
   }
@@ -172,6 +182,7 @@ std::string render_html(const Report& r) {
       s.push_back({th.name.empty() ? fmt::format("thread {}", th.id) : th.name,
                    std::vector<double>(t.live_bytes.begin(), t.live_bytes.end())});
     }
+    from_origin(x, s);
     h.out += internal::stacked_area_chart("Live bytes by allocating thread", x, s, "time (bytes allocated)", "live bytes", bytes_axis,
                                           bytes_axis);
   }

@@ -17,7 +17,7 @@ namespace {
 struct ReplayArgs {
   std::string path, window, out;
   std::int64_t object = -1;
-  std::size_t max_segments = 20000;
+  std::size_t max_segments = 100000;
   bool no_progress = false;
 };
 
@@ -56,7 +56,7 @@ const RegisterCommand kReplay([](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--window", o->window, "ADDR:BYTES, e.g. 0x7f0000000000:16K");
   cmd->add_option("--object", o->object, "follow this object (an id from objprof report) through its moves");
   cmd->add_option("--out", o->out, "SVG file (default: stdout)");
-  cmd->add_option("--max-segments", o->max_segments, "draw at most this many object stays (default 20000)");
+  cmd->add_option("--max-segments", o->max_segments, "draw at most this many object stays, thinned evenly over time (default 100000)");
   cmd->add_flag("--no-progress", o->no_progress, "no progress bar");
   return [o] { return run_replay(*o); };
 });

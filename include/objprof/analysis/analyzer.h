@@ -16,8 +16,10 @@
 // the last GC before the reuse, and counted.
 //
 // Memory: the ChainStore (under 64 bytes per object) plus the address map of live objects.
-// Parallelism: a large bitmap dump is resolved with a oneTBB parallel loop; reading itself is
-// sequential (chunks must be applied in file order).
+// Parallelism: analyze() runs in two stages on two threads — the reader (CRC, decoding), the
+// definitions and the appending of new objects on one, the address map (placements, GCs,
+// access bits) on the other, a few batches apart — and resolves a large bitmap dump with a
+// oneTBB parallel loop. Records are still applied in file order.
 #pragma once
 
 #include "objprof/analysis/trace_analysis.h"
@@ -40,8 +42,8 @@ struct AnalyzerOptions {
   std::size_t parallel_bitmap_words = 4096;
 };
 
-// Incremental form: feed it to trace::read / read_file yourself (e.g. to also run other
-// visitors), then take() the result.
+// Incremental form, on the calling thread: feed it to trace::read / read_file yourself (e.g.
+// to also run other visitors), then take() the result. Same result as analyze().
 class Analyzer final : public trace::Visitor {
  public:
   explicit Analyzer(AnalyzerOptions options = {});
@@ -67,8 +69,8 @@ class Analyzer final : public trace::Visitor {
   void stale(const trace::StaleEvent& s) override;
   void end(std::uint64_t epoch, std::uint64_t bytes_allocated) override;
 
-  // Finishes the analysis with the reader's summary (truncation, warnings) and hands it over.
-  // Errors: more than 2^32 - 1 objects or epochs (kUnsupported).
+  // Finishes the analysis with the reader's summary (truncation, warnings) and hands it over;
+  // call it once. Errors: more than 2^32 - 2 objects (kUnsupported).
   Result<TraceAnalysis> take(const trace::ReadSummary& summary);
 
   struct State;

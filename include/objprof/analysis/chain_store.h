@@ -7,7 +7,7 @@
 //
 // Layout (why it looks like this): a long trace has tens of millions of objects, most of
 // which never move and are accessed in a few consecutive epochs. So the common case is stored
-// inline in structure-of-arrays form (49 bytes per object), and the rare, variable-length
+// inline in structure-of-arrays blocks (49 bytes per object), and the rare, variable-length
 // parts live in side arrays linked backwards from the object:
 //   - moves: one 16-byte record per (epoch, new address), newest first;
 //   - accessed epochs: the current run [run_first, run_last] inline; earlier runs (only when
@@ -15,14 +15,18 @@
 // Sizes of 4 GiB and more go to a side table (no real object is that large, but a trace may
 // say so and must not be misread).
 //
-// Thread safety: appends and moves from one thread. try_extend_access() on distinct objects
-// may run concurrently (the analyzer's parallel bitmap pass); everything else is read-only
-// once the analysis is built.
+// Thread safety: add() from one thread (the analyzer's front), every update of existing
+// objects from one other thread (its back), handed over in order through a queue: blocks
+// never move (a fixed table of block pointers), so appending never disturbs the readers of
+// earlier objects. try_extend_access() on distinct objects may run concurrently (the parallel
+// bitmap pass). Sizes of 4 GiB and more are the back's to remember (size_field() says
+// kBigSize); size_of() is for after the analysis.
 #pragma once
 
 #include "objprof/analysis/segmented_vector.h"
 
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -74,49 +78,55 @@ struct Chain {
 
 class ChainStore {
  public:
-  std::size_t size() const noexcept { return ctx_.size(); }
+  std::size_t size() const noexcept { return size_; }
 
   // Appends a newborn object; returns its id (ids are dense, in file order).
   ObjectId add(std::uint32_t context, std::uint64_t size, std::uint64_t addr, std::uint32_t epoch,
                std::uint64_t bytes_clock, std::uint8_t flags);
 
   // --- inline fields ---
-  std::uint32_t context(ObjectId o) const noexcept { return ctx_[o]; }
+  std::uint32_t context(ObjectId o) const noexcept { return B(o).ctx[I(o)]; }
   std::uint64_t size_of(ObjectId o) const noexcept {
-    const std::uint32_t s = size_[o];
+    const std::uint32_t s = B(o).size[I(o)];
     return s != kBigSize ? s : big_sizes_.at(o);
   }
-  std::uint64_t birth_addr(ObjectId o) const noexcept { return birth_addr_[o]; }
-  std::uint64_t birth_bytes(ObjectId o) const noexcept { return birth_bytes_[o]; }
-  std::uint32_t birth_epoch(ObjectId o) const noexcept { return birth_epoch_[o]; }
-  std::uint32_t death_epoch(ObjectId o) const noexcept { return death_epoch_[o]; }
-  bool alive(ObjectId o) const noexcept { return death_epoch_[o] == kNoEpoch; }
-  std::uint8_t flags(ObjectId o) const noexcept { return flags_[o]; }
+  static constexpr std::uint32_t kBigSize = 0xFFFF'FFFFu;
+  std::uint32_t size_field(ObjectId o) const noexcept { return B(o).size[I(o)]; }
+  std::uint64_t birth_addr(ObjectId o) const noexcept { return B(o).birth_addr[I(o)]; }
+  std::uint64_t birth_bytes(ObjectId o) const noexcept { return B(o).birth_bytes[I(o)]; }
+  std::uint32_t birth_epoch(ObjectId o) const noexcept { return B(o).birth_epoch[I(o)]; }
+  std::uint32_t death_epoch(ObjectId o) const noexcept { return B(o).death_epoch[I(o)]; }
+  bool alive(ObjectId o) const noexcept { return B(o).death_epoch[I(o)] == kNoEpoch; }
+  std::uint8_t flags(ObjectId o) const noexcept { return B(o).flags[I(o)]; }
   // Last epoch with an access, kNoEpoch if never accessed.
-  std::uint32_t last_access(ObjectId o) const noexcept { return run_last_[o]; }
+  std::uint32_t last_access(ObjectId o) const noexcept { return B(o).run_last[I(o)]; }
   std::uint32_t first_access(ObjectId o) const noexcept;
   // Number of epochs in which the object was accessed.
   std::uint32_t access_count(ObjectId o) const noexcept;
   std::uint32_t move_count(ObjectId o) const noexcept;
-  bool moved(ObjectId o) const noexcept { return last_move_[o] != kNoIndex; }
+  bool moved(ObjectId o) const noexcept { return B(o).last_move[I(o)] != kNoIndex; }
   // Address at the end of the trace (or at death).
   std::uint64_t last_addr(ObjectId o) const noexcept {
-    const std::uint32_t m = last_move_[o];
-    return m == kNoIndex ? birth_addr_[o] : moves_[m].addr;
+    const std::uint32_t m = B(o).last_move[I(o)];
+    return m == kNoIndex ? B(o).birth_addr[I(o)] : moves_[m].addr;
   }
 
   // --- updates (analyzer) ---
-  void set_dead(ObjectId o, std::uint32_t epoch) noexcept { death_epoch_[o] = epoch; }
-  void add_flags(ObjectId o, std::uint8_t f) noexcept { flags_[o] = static_cast<std::uint8_t>(flags_[o] | f); }
+  void set_dead(ObjectId o, std::uint32_t epoch) noexcept { B(o).death_epoch[I(o)] = epoch; }
+  void add_flags(ObjectId o, std::uint8_t f) noexcept {
+    std::uint8_t& x = B(o).flags[I(o)];
+    x = static_cast<std::uint8_t>(x | f);
+  }
   void add_move(ObjectId o, std::uint32_t epoch, std::uint64_t to);
   // Records an access in `epoch`. Returns false when the epoch starts a new run after a gap:
   // the caller must then call start_run (which appends to a side array, so it is not safe
   // to run concurrently). Epochs of one object must arrive in increasing order; an epoch at
   // or before the last one is ignored.
   bool try_extend_access(ObjectId o, std::uint32_t epoch) noexcept {
-    std::uint32_t& last = run_last_[o];
+    Block& b = B(o);
+    std::uint32_t& last = b.run_last[I(o)];
     if (last == kNoEpoch) {
-      run_first_[o] = epoch;
+      b.run_first[I(o)] = epoch;
       last = epoch;
       return true;
     }
@@ -130,6 +140,17 @@ class ChainStore {
   void start_run(ObjectId o, std::uint32_t epoch);
   void mark_accessed(ObjectId o, std::uint32_t epoch) {
     if (!try_extend_access(o, epoch)) start_run(o, epoch);
+  }
+
+  // Start loading what a death or move (prefetch_update) or an access (prefetch_access) of
+  // object o will touch: the analyzer's batched loops call them a few objects ahead.
+  void prefetch_update(ObjectId o) const noexcept {
+    __builtin_prefetch(&B(o).size[I(o)]);
+    __builtin_prefetch(&B(o).death_epoch[I(o)]);
+  }
+  void prefetch_access(ObjectId o) const noexcept {
+    __builtin_prefetch(&B(o).run_first[I(o)]);
+    __builtin_prefetch(&B(o).run_last[I(o)]);
   }
 
   // --- whole chains ---
@@ -146,7 +167,6 @@ class ChainStore {
   std::uint64_t extra_runs() const noexcept { return runs_.size(); }
 
  private:
-  static constexpr std::uint32_t kBigSize = 0xFFFF'FFFFu;
   struct MoveRec {
     std::uint64_t addr;
     std::uint32_t epoch;
@@ -156,9 +176,25 @@ class ChainStore {
     std::uint32_t first, last, prev;
   };
 
-  SegmentedVector<std::uint32_t> ctx_, size_, birth_epoch_, death_epoch_, last_move_, run_first_, run_last_, prev_runs_;
-  SegmentedVector<std::uint64_t> birth_addr_, birth_bytes_;
-  SegmentedVector<std::uint8_t> flags_;
+  // 2^16 objects per block, each field an array (structure of arrays): appending one object
+  // is one bounds check, and a pass over one field streams through memory.
+  static constexpr std::size_t kLog2Block = 16;
+  static constexpr std::size_t kBlock = std::size_t{1} << kLog2Block;
+  struct Block {
+    std::uint32_t ctx[kBlock], size[kBlock], birth_epoch[kBlock], death_epoch[kBlock], last_move[kBlock],
+        run_first[kBlock], run_last[kBlock], prev_runs[kBlock];
+    std::uint64_t birth_addr[kBlock], birth_bytes[kBlock];
+    std::uint8_t flags[kBlock];
+  };
+  static constexpr std::size_t kMaxBlocks = (std::size_t{kNoIndex} + kBlock - 1) >> kLog2Block;
+  Block& B(ObjectId o) const noexcept { return *blocks_[o >> kLog2Block]; }
+  static std::size_t I(ObjectId o) noexcept { return o & (kBlock - 1); }
+  __attribute__((noinline)) void grow();
+
+  std::unique_ptr<std::unique_ptr<Block>[]> blocks_ = std::make_unique<std::unique_ptr<Block>[]>(kMaxBlocks);
+  std::size_t nblocks_ = 0;
+  Block* tail_ = nullptr;
+  std::size_t size_ = 0;
   SegmentedVector<MoveRec> moves_;
   SegmentedVector<RunRec> runs_;
   std::unordered_map<ObjectId, std::uint64_t> big_sizes_;

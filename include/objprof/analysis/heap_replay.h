@@ -22,7 +22,7 @@ struct ReplayWindow {
 struct ReplayOptions {
   std::optional<ReplayWindow> window;  // default: around the follow object, else 16 KiB at the first object
   std::optional<ObjectId> follow;      // draw this object's path through its moves
-  std::size_t max_segments = 20000;    // the picture keeps the earliest ones
+  std::size_t max_segments = 100000;   // more are thinned evenly over time
 };
 
 struct ReplaySegment {
@@ -42,7 +42,7 @@ struct HeapReplay {
   std::uint64_t t_end = 0;
   std::vector<std::uint64_t> gc_clocks;  // when each GC began
   std::vector<ReplaySegment> segments;   // by t_from
-  std::uint64_t segments_total = 0;      // before the max_segments cut
+  std::uint64_t segments_total = 0;      // before thinning to max_segments
   std::optional<ObjectId> follow;
   std::vector<ReplayStep> path;          // the followed object's placements, then its death/end
   std::uint64_t follow_size = 0;

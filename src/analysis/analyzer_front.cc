@@ -1,0 +1,185 @@
+#include "analyzer_front.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+
+namespace objprof::analysis::internal {
+
+std::size_t Front::TripleHash::operator()(const std::array<std::uint32_t, 3>& k) const noexcept {
+  const std::uint64_t h = (std::uint64_t{k[0]} * 0x9E37'79B9'7F4A'7C15ull) ^ (std::uint64_t{k[1]} * 0xC2B2'AE3D'27D4'EB4Full) ^
+                          (std::uint64_t{k[2]} * 0x1656'67B1'9E37'79F9ull);
+  return static_cast<std::size_t>(h ^ (h >> 29));
+}
+
+Front::Front(TraceAnalysis& a, const AnalyzerOptions& options, EventBatch* first, Handoff handoff)
+    : a_(a), opt_(options), batch_(first), handoff_(std::move(handoff)) {}
+
+void Front::finish() {
+  handoff_(batch_);
+  batch_ = nullptr;
+  if (opt_.progress) opt_.progress(1.0);
+}
+
+void Front::advance(std::uint64_t bytes) {
+  processed_ += bytes;
+  if (opt_.progress && input_bytes_ > 0 && processed_ >= next_progress_) {
+    next_progress_ = processed_ + std::max<std::uint64_t>(input_bytes_ / 200, 1 << 20);
+    opt_.progress(std::min(1.0, static_cast<double>(processed_) / static_cast<double>(input_bytes_)));
+  }
+}
+
+std::uint32_t Front::site_idx(std::uint32_t id) {
+  auto [it, fresh] = a_.site_index.try_emplace(id, static_cast<std::uint32_t>(a_.sites.size()));
+  if (fresh) a_.sites.push_back(Site{id, 0, 0, {}, false});
+  return it->second;
+}
+
+std::uint32_t Front::type_idx(std::uint32_t id) {
+  auto [it, fresh] = a_.type_index.try_emplace(id, static_cast<std::uint32_t>(a_.types.size()));
+  if (fresh) a_.types.push_back(Type{id, 0, false, {}, false});
+  return it->second;
+}
+
+std::uint32_t Front::thread_idx(std::uint32_t id) {
+  auto [it, fresh] = a_.thread_index.try_emplace(id, static_cast<std::uint32_t>(a_.threads.size()));
+  if (fresh) {
+    Thread t;
+    t.id = id;
+    t.attach_epoch = epoch_;
+    t.attach_bytes = clock_;
+    a_.threads.push_back(std::move(t));
+  }
+  return it->second;
+}
+
+std::uint32_t Front::context(std::uint32_t site, std::uint32_t type, std::uint32_t thread) {
+  CacheEntry& c = ctx_cache_[TripleHash{}({site, type, thread}) & (ctx_cache_.size() - 1)];
+  if (c.ctx != kNoIndex && c.site == site && c.type == type && c.thread == thread) return c.ctx;
+  auto [it, fresh] = ctx_index_.try_emplace({site, type, thread}, static_cast<std::uint32_t>(a_.contexts.size()));
+  if (fresh) a_.contexts.push_back(AllocContext{site_idx(site), type_idx(type), thread_idx(thread)});
+  c = {site, type, thread, it->second};
+  return it->second;
+}
+
+void Front::header(const trace::Header& h) {
+  a_.header = h;
+  for (const auto& sp : h.spaces) spaces_.push_back({sp.id, sp.begin});
+}
+
+void Front::type_def(const trace::TypeDef& t) {
+  Type& ty = a_.types[type_idx(t.id)];
+  ty.instance_size = t.instance_size;
+  ty.is_array = t.is_array;
+  ty.name = t.name;
+  ty.defined = true;
+}
+
+void Front::site_def(const trace::SiteDef& s) {
+  Site& si = a_.sites[site_idx(s.id)];
+  si.pc = s.pc;
+  si.bytecode_offset = s.bytecode_offset;
+  si.method = s.method;
+  si.defined = true;
+}
+
+void Front::thread_def(const trace::ThreadDef& t) {
+  Thread& th = a_.threads[thread_idx(t.id)];
+  if (!th.defined) {
+    th.attach_epoch = epoch_;
+    th.attach_bytes = clock_;
+  }
+  th.name = t.name;
+  th.defined = true;
+  th.end_epoch = kNoEpoch;  // a thread id attached again runs again
+}
+
+void Front::thread_end(std::uint32_t thread) {
+  Thread& th = a_.threads[thread_idx(thread)];
+  th.end_epoch = epoch_;
+  th.end_bytes = clock_;
+}
+
+void Front::alloc(const trace::AllocEvent& e) {
+  ++a_.stats.allocs;
+  clock_ = std::max(clock_, e.bytes_clock + e.size);
+  advance(trace::kAllocBytes);
+  if (a_.objects.size() >= kNoIndex - 1) {
+    too_many_objects_ = true;
+    return;
+  }
+  std::uint8_t flags = 0;
+  if (in_gc_) {
+    ++a_.stats.allocs_during_gc;
+    flags = kBornDuringGc;
+  }
+  const ObjectId id = a_.objects.add(context(e.site, e.type, e.thread), e.size, e.addr, static_cast<std::uint32_t>(e.epoch),
+                                     e.bytes_clock, flags);
+  a_.total_bytes += e.size;
+  Event& ev = emit(Event::kPlace);
+  ev.id = id;
+  ev.x = e.addr;
+  ev.y = e.size;
+}
+
+void Front::move(const trace::MoveEvent& m) {
+  if (m.range) ++a_.stats.move_ranges;
+  else ++a_.stats.moves;
+  advance(m.range ? trace::kMoveRangeBytes : trace::kMoveBytes);
+  Event& ev = emit(m.range ? Event::kRange : Event::kMove);
+  ev.x = m.from;
+  ev.y = m.to;
+  ev.z = m.bytes;
+}
+
+void Front::free(const trace::FreeEvent& f) {
+  ++a_.stats.frees;
+  advance(trace::kFreeBytes);
+  emit(Event::kFree).x = f.addr;
+}
+
+void Front::gc_begin(const trace::GcEvent& g) {
+  advance(18);
+  in_gc_ = true;
+  clock_ = std::max(clock_, g.bytes_allocated);
+  Event& ev = emit(Event::kGcBegin);
+  ev.gc_kind = static_cast<std::uint8_t>(g.kind);
+  ev.x = g.epoch;
+  ev.y = g.bytes_allocated;
+}
+
+void Front::gc_end(const trace::GcEvent& g) {
+  advance(17);
+  in_gc_ = false;
+  ++epoch_;
+  clock_ = std::max(clock_, g.bytes_allocated);
+  Event& ev = emit(Event::kGcEnd);
+  ev.x = g.epoch;
+  ev.y = g.bytes_allocated;
+}
+
+void Front::bitmap_words(std::uint32_t space, std::uint64_t epoch, std::span<const std::pair<std::uint64_t, std::uint64_t>> words) {
+  advance(16 * words.size() + 16);
+  const auto sp = std::find_if(spaces_.begin(), spaces_.end(), [&](const SpaceBase& s) { return s.id == space; });
+  if (sp == spaces_.end()) return;  // the reader refuses bitmaps of undeclared spaces
+  Event& ev = emit(Event::kBits);
+  ev.id = static_cast<std::uint32_t>(epoch);
+  ev.x = sp->begin;
+  ev.y = batch_->words.size();
+  ev.z = words.size();
+  batch_->words.insert(batch_->words.end(), words.begin(), words.end());
+}
+
+void Front::stale(const trace::StaleEvent& s) {
+  ++a_.stats.stale_records;
+  emit(Event::kStale).x = s.addr;
+}
+
+void Front::end(std::uint64_t epoch, std::uint64_t bytes_allocated) {
+  a_.complete = true;
+  a_.end_epoch = static_cast<std::uint32_t>(std::min<std::uint64_t>(epoch, kNoEpoch - 1));
+  a_.end_bytes = bytes_allocated;
+  clock_ = std::max(clock_, bytes_allocated);
+}
+
+}  // namespace objprof::analysis::internal
