@@ -386,14 +386,7 @@ ir::Module parse(const std::string& text) {
 }  // namespace
 
 TEST_CASE("jit: generated executable functions match the interpreter in every pass and barrier variant", "[jit]") {
-  if (!jit_supported()) {
-    // Mixed mode: everything is interpreted, and says so.
-    auto gen = make_jit();
-    const ir::Module m = parse(ProgramGen(1).module());
-    const Outcome o = run(m, Config{}, true);
-    CHECK(o.compiled == 0);
-    return;
-  }
+  if (!jit_supported()) return;  // see "unsupported arch" below: nothing is compiled here
   const int programs = static_cast<int>(test::scaled(40, 8));
   std::size_t gcs = 0;
   for (int seed = 1; seed <= programs; ++seed) {
@@ -425,6 +418,7 @@ TEST_CASE("jit: generated executable functions match the interpreter in every pa
 }
 
 TEST_CASE("jit: every workload matches the interpreter (heap, bitmap per epoch, counters, leaks)", "[jit]") {
+  if (!jit_supported()) return;
   struct W {
     const char* name;
     std::uint64_t size;
@@ -463,6 +457,7 @@ TEST_CASE("jit: every workload matches the interpreter (heap, bitmap per epoch, 
 }
 
 TEST_CASE("jit: listleak gives the interpreter's leak report", "[jit]") {
+  if (!jit_supported()) return;
   auto wl = sim::load_workload("listleak");
   REQUIRE(wl.ok());
   Config c;
@@ -493,6 +488,7 @@ TEST_CASE("jit: mixed mode runs the functions it is told to leave to the interpr
 }
 
 TEST_CASE("jit: failed checks give the interpreter's error messages", "[jit]") {
+  if (!jit_supported()) return;
   const std::string types = "type Node { next: ref, val: int, arr: ref }\ntype Other { x: int }\n";
   const char* bodies[] = {
       "v3 = null\n  v4 = getfield v3, Node.val\n  ret v4",                                   // null
@@ -541,6 +537,34 @@ entry:
   const Outcome jit = run(m, Config{}, true);
   REQUIRE_FALSE(jit.ok);
   CHECK(jit.error.find(".nogc") != std::string::npos);
+}
+
+TEST_CASE("jit: functions it does not compile run interpreted and say why (mixed mode)", "[jit]") {
+  const ir::Module m = parse(ProgramGen(7).module());
+  ProfilerOptions po;
+  po.default_leak_printer = false;
+  auto prof = Profiler::create(std::move(po));
+  REQUIRE(prof.ok());
+  auto heap = sim::Heap::create(sim::HeapOptions{}, prof->get());
+  REQUIRE(heap.ok());
+  JitOptions jo;
+  jo.interpret = {"mk"};
+  auto generator = make_jit(jo);
+  sim::InterpOptions io;
+  io.jit = generator;
+  auto interp = sim::Interpreter::create(m, **heap, prof->get(), io);
+  REQUIRE(interp.ok());
+  for (const auto& mode : (*interp)->function_modes()) {
+    INFO(mode.name);
+    if (!jit_supported()) {
+      CHECK_FALSE(mode.compiled);
+      CHECK(mode.reason == (mode.name == "mk" ? "excluded by JitOptions::interpret" : "unsupported on this arch"));
+    } else {
+      CHECK(mode.compiled == (mode.name != "mk"));
+      CHECK(mode.reason.empty() == mode.compiled);
+    }
+  }
+  CHECK((*interp)->run("main").ok());
 }
 
 }  // namespace objprof::backends::jit
