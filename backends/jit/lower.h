@@ -38,5 +38,6 @@ struct Lowered {
 };
 
 Lowered lower_x86_64(const LowerInput& in);
+Lowered lower_arm64(const LowerInput& in);
 
 }  // namespace objprof::backends::jit
