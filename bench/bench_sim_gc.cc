@@ -187,6 +187,7 @@ void register_all() {
         benchmark::RegisterBenchmark((std::string("gc/") + name + "-" + gc_name + "/" + mode).c_str(), gc_time,
                                      loaded().back().get(), gc, p)
             ->UseManualTime()
+            ->Iterations(8)  // the timed part (GC) is a small share of each run: fix the runs
             ->Unit(benchmark::kMillisecond);
   }
   for (const auto& [gc_name, gc] : gcs)
