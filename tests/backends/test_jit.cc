@@ -116,6 +116,7 @@ Outcome run(const ir::Module& module, const Config& c, bool jit) {
 }
 
 void require_same(const Outcome& a, const Outcome& b) {
+  INFO("interpreter: " << (a.ok ? "ok" : a.error) << "; jit: " << (b.ok ? "ok" : b.error));
   REQUIRE(a.ok == b.ok);
   CHECK(a.value == b.value);
   CHECK(a.error == b.error);
