@@ -26,7 +26,8 @@ std::string site_label(const Site& s) {
 namespace {
 
 // Completes the analysis once both halves are done.
-Result<TraceAnalysis> conclude(TraceAnalysis& a, internal::Front& front, internal::Back& back, const trace::ReadSummary& summary) {
+Result<TraceAnalysis> conclude(TraceAnalysis& a, internal::Front& front, internal::Back& back, const trace::ReadSummary& summary,
+                               std::size_t batches) {
   if (front.too_many_objects())
     return make_error(ErrorCode::kUnsupported, fmt::format("the trace has more than {} objects, the analyzer's limit", kNoIndex - 1));
   if (back.finish()) a.warnings.push_back(fmt::format("the trace stops inside the GC of epoch {}", back.epoch() - 1));
@@ -47,7 +48,7 @@ Result<TraceAnalysis> conclude(TraceAnalysis& a, internal::Front& front, interna
   if (a.stats.unknown_frees || a.stats.unknown_moves)
     a.warnings.push_back(fmt::format("{} frees and {} moves named no live object", a.stats.unknown_frees, a.stats.unknown_moves));
   // The object store only grows, so its final size is its peak.
-  a.peak_memory_bytes = a.objects.memory_bytes() + back.peak_bytes() + 2 * internal::EventBatch::kCapacity * sizeof(internal::Event);
+  a.peak_memory_bytes = a.objects.memory_bytes() + back.peak_bytes() + batches * internal::EventBatch::kCapacity * sizeof(internal::Event);
   return std::move(a);
 }
 
@@ -91,7 +92,7 @@ Result<TraceAnalysis> pipelined(const AnalyzerOptions& options, std::uint64_t in
   }
   reader.join();
   if (!summary->ok()) return summary->error();
-  return conclude(a, front, back, **summary);
+  return conclude(a, front, back, **summary, kBatches);
 }
 
 }  // namespace
@@ -134,7 +135,7 @@ void Analyzer::end(std::uint64_t epoch, std::uint64_t bytes_allocated) { s_->fro
 
 Result<TraceAnalysis> Analyzer::take(const trace::ReadSummary& summary) {
   s_->front.finish();
-  return conclude(s_->a, s_->front, s_->back, summary);
+  return conclude(s_->a, s_->front, s_->back, summary, 1);
 }
 
 Result<TraceAnalysis> analyze(std::span<const std::byte> data, const AnalyzerOptions& options) {

@@ -1,8 +1,8 @@
 #include "analyzer_back.h"
 
-#include <tbb/blocked_range.h>
+#include "parallel.h"
+
 #include <tbb/enumerable_thread_specific.h>
-#include <tbb/parallel_for.h>
 
 #include <algorithm>
 
@@ -146,7 +146,7 @@ void Back::resolve_bits(std::uint64_t begin, std::uint32_t e, std::span<const st
     std::vector<ObjectId> gaps;
   };
   tbb::enumerable_thread_specific<Local> locals;
-  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, words.size(), 1024), [&](const tbb::blocked_range<std::size_t>& r) {
+  parallel_range(words.size(), 1024, [&](const tbb::blocked_range<std::size_t>& r) {
     Local& l = locals.local();
     for (std::size_t i = r.begin(); i != r.end(); ++i) {
       auto [idx, word] = words[i];

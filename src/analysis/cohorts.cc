@@ -18,7 +18,9 @@ std::uint64_t cohort_bytes_for(const TraceAnalysis& a, const CohortOptions& o) {
 
 CohortBuilder::CohortBuilder(const TraceAnalysis& a, const Timeline& timeline, std::uint64_t cohort_bytes)
     : a_(&a), t_(&timeline), cohort_bytes_(std::max<std::uint64_t>(cohort_bytes, 1)) {
-  cohorts_ = static_cast<std::size_t>(std::max<std::uint64_t>(a.end_bytes, 1) / cohort_bytes_ + 1);
+  // cohort_bytes_for() keeps the count small; a caller passing a tiny size directly gets at
+  // most 2^16 cohorts, the last one taking the rest.
+  cohorts_ = static_cast<std::size_t>(std::min<std::uint64_t>(std::max<std::uint64_t>(a.end_bytes, 1) / cohort_bytes_ + 1, 1 << 16));
   samples_ = timeline.size();
   alloc_objects_.assign(cohorts_, 0);
   alloc_bytes_.assign(cohorts_, 0);

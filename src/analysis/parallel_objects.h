@@ -4,12 +4,12 @@
 // run all of them in one pass (report.cc) while each view stays usable on its own.
 #pragma once
 
+#include "parallel.h"
+
 #include "objprof/analysis/object_metrics.h"
 #include "objprof/analysis/trace_analysis.h"
 
-#include <tbb/blocked_range.h>
 #include <tbb/combinable.h>
-#include <tbb/parallel_for.h>
 
 #include <optional>
 
@@ -22,8 +22,7 @@ template <class Factory>
 auto reduce_objects(const TraceAnalysis& a, const ObjectFilter& filter, Factory make) -> decltype(make()) {
   using Builder = decltype(make());
   tbb::combinable<std::optional<Builder>> parts;
-  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, a.objects.size(), kObjectGrain),
-                    [&](const tbb::blocked_range<std::size_t>& r) {
+  parallel_range(a.objects.size(), kObjectGrain, [&](const tbb::blocked_range<std::size_t>& r) {
                       std::optional<Builder>& b = parts.local();
                       if (!b) b.emplace(make());
                       for (std::size_t i = r.begin(); i != r.end(); ++i) {

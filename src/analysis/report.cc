@@ -2,9 +2,9 @@
 // every view; they are merged at the end), so a 10-million-object trace is walked once.
 #include "objprof/analysis/report.h"
 
-#include <tbb/blocked_range.h>
+#include "parallel.h"
+
 #include <tbb/combinable.h>
-#include <tbb/parallel_for.h>
 
 #include <optional>
 
@@ -82,7 +82,7 @@ Result<Report> build_report(const TraceAnalysis& a, const ReportOptions& options
   const std::uint64_t cohort_bytes = cohort_bytes_for(a, options.cohorts);
   auto make = [&] { return Views(a, options, timeline, cohort_bytes); };
   tbb::combinable<std::optional<Views>> parts;
-  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, a.objects.size(), 1 << 15), [&](const tbb::blocked_range<std::size_t>& range) {
+  internal::parallel_range(a.objects.size(), 1 << 15, [&](const tbb::blocked_range<std::size_t>& range) {
     std::optional<Views>& v = parts.local();
     if (!v) v.emplace(make());
     for (std::size_t i = range.begin(); i != range.end(); ++i) v->add(a, options.filter, static_cast<ObjectId>(i));

@@ -20,7 +20,7 @@ struct ReplayWindow {
 };
 
 struct ReplayOptions {
-  std::optional<ReplayWindow> window;  // default: around the follow object, else 16 KiB at the first object
+  std::optional<ReplayWindow> window;  // default: around the follow object, else the 16 KiB where most objects were born
   std::optional<ObjectId> follow;      // draw this object's path through its moves
   std::size_t max_segments = 100000;   // more are thinned evenly over time
 };
