@@ -464,8 +464,17 @@ void Heap::mark_parallel() {
   mark_stack_.clear();
 }
 
+// Debian's oneTBB is not built with ThreadSanitizer, so TSan cannot see the task hand-off
+// inside tbb::parallel_for_each and would report the marker's reads of what the collector
+// thread wrote before it as races. Under TSan the marker therefore runs on one thread.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kParallelMarkAvailable = false;
+#else
+constexpr bool kParallelMarkAvailable = true;
+#endif
+
 void Heap::collect_marksweep(GcInfo& info) {
-  if (options_.heap_bytes >= options_.parallel_mark_min_heap) mark_parallel();
+  if (kParallelMarkAvailable && options_.heap_bytes >= options_.parallel_mark_min_heap) mark_parallel();
   else mark_serial();
   for (auto& l : small_free_) l.clear();
   large_free_.clear();

@@ -319,7 +319,7 @@ TEST_CASE("mark-sweep collector keeps a random object graph intact and frees the
 
 TEST_CASE("mark-sweep with oneTBB parallel marking keeps the graph intact and frees exactly the rest", "[sim]") {
   // Same oracle as the serial collector: after every GC the heap holds exactly the reachable
-  // objects, with their contents; under TSan this also checks the marking is race-free.
+  // objects, with their contents (ThreadSanitizer builds mark serially: see sim/heap.cc).
   run_stress(GcPolicy::kMarkSweep, false, test::scaled(20000, 4), true);
 }
 
