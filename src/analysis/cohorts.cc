@@ -34,7 +34,7 @@ CohortBuilder::CohortBuilder(const TraceAnalysis& a, const Timeline& timeline, s
 
 void CohortBuilder::add(ObjectId o, const ObjectMetrics& m) {
   const std::size_t c = std::min<std::size_t>(a_->objects.birth_bytes(o) / cohort_bytes_, cohorts_ - 1);
-  const auto size = static_cast<std::int64_t>(a_->objects.size_of(o));
+  const auto size = static_cast<std::int64_t>(m.size);
   ++alloc_objects_[c];
   alloc_bytes_[c] += static_cast<std::uint64_t>(size);
   const std::size_t row = c * (samples_ + 1);

@@ -22,14 +22,13 @@ GroupTableBuilder::GroupTableBuilder(const TraceAnalysis& a, GroupBy by, const L
   hist_.assign(n * buckets.size(), 0);
 }
 
-std::uint32_t GroupTableBuilder::group_of(ObjectId o) const {
-  const AllocContext& c = a_->contexts[a_->objects.context(o)];
-  return by_ == GroupBy::kSite ? c.site : by_ == GroupBy::kType ? c.type : c.thread;
+void GroupTableBuilder::add(ObjectId o, const ObjectMetrics& m) {
+  add(o, m, m.alive ? 0 : buckets_->index(buckets_->clock == Clock::kGcs ? m.lifetime_gcs : m.lifetime_bytes));
 }
 
-void GroupTableBuilder::add(ObjectId o, const ObjectMetrics& m) {
-  const std::uint32_t g = group_of(o);
-  const std::uint64_t size = a_->objects.size_of(o);
+void GroupTableBuilder::add(ObjectId, const ObjectMetrics& m, std::size_t bucket) {
+  const std::uint32_t g = by_ == GroupBy::kSite ? m.site : by_ == GroupBy::kType ? m.type : m.thread;
+  const std::uint64_t size = m.size;
   Acc& x = acc_[g];
   ++x.allocated_objects;
   x.allocated_bytes += size;
@@ -41,8 +40,7 @@ void GroupTableBuilder::add(ObjectId o, const ObjectMetrics& m) {
   ++x.dead;
   x.lifetime_gcs += m.lifetime_gcs;
   x.lifetime_bytes += m.lifetime_bytes;
-  const std::uint64_t lifetime = buckets_->clock == Clock::kGcs ? m.lifetime_gcs : m.lifetime_bytes;
-  ++hist_[g * buckets_->size() + buckets_->index(lifetime)];
+  ++hist_[g * buckets_->size() + bucket];
 }
 
 void GroupTableBuilder::merge(const GroupTableBuilder& o) {

@@ -27,11 +27,11 @@ void accumulate(DiffCounts& d, const DiffCounts& x) {
 HeapDiffBuilder::HeapDiffBuilder(const TraceAnalysis& a, std::uint32_t from, std::uint32_t to)
     : a_(&a), from_(from), to_(to), rows_(a.sites.size()) {}
 
-void HeapDiffBuilder::add(ObjectId o, const ObjectMetrics&) {
+void HeapDiffBuilder::add(ObjectId o, const ObjectMetrics& m) {
   const bool at_from = live_at(a_->objects, o, from_), at_to = live_at(a_->objects, o, to_);
   if (!at_from && !at_to) return;
-  HeapDiffRow& r = rows_[a_->contexts[a_->objects.context(o)].site];
-  const std::uint64_t size = a_->objects.size_of(o);
+  HeapDiffRow& r = rows_[m.site];
+  const std::uint64_t size = m.size;
   if (at_from && at_to) bump(r.kept, size);
   else if (at_from) bump(r.died, size);
   else bump(r.born, size);

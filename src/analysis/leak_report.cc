@@ -22,9 +22,9 @@ bool more_stale(std::uint32_t idle, std::uint64_t size, ObjectId id, std::uint32
 
 void LeakReportBuilder::add(ObjectId o, const ObjectMetrics& m) {
   if (!m.alive || m.idle_epochs < opt_.stale_after) return;
-  const std::uint64_t size = a_->objects.size_of(o);
+  const std::uint64_t size = m.size;
   if (size < opt_.min_size) return;
-  Acc& x = acc_[a_->contexts[a_->objects.context(o)].site];
+  Acc& x = acc_[m.site];
   ++x.objects;
   x.bytes += size;
   x.score += size * m.idle_epochs;

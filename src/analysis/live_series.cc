@@ -16,9 +16,8 @@ LiveSeriesBuilder::LiveSeriesBuilder(const TraceAnalysis& a, const Timeline& tim
 }
 
 void LiveSeriesBuilder::add(ObjectId o, const ObjectMetrics& m) {
-  const AllocContext& c = a_->contexts[a_->objects.context(o)];
-  const std::uint32_t g = by_ == GroupBy::kSite ? c.site : by_ == GroupBy::kType ? c.type : c.thread;
-  const auto size = static_cast<std::int64_t>(a_->objects.size_of(o));
+  const std::uint32_t g = by_ == GroupBy::kSite ? m.site : by_ == GroupBy::kType ? m.type : m.thread;
+  const auto size = static_cast<std::int64_t>(m.size);
   ++objects_[g];
   bytes_[g] += static_cast<std::uint64_t>(size);
   const std::size_t row = g * (samples_ + 1);

@@ -20,6 +20,7 @@ struct Views {
   SizeDemographicsBuilder sizes;
   LiveSeriesBuilder thread_volume;
   std::optional<HeapDiffBuilder> diff;
+  const LifetimeBuckets& buckets;
   std::uint64_t objects = 0, bytes = 0;
 
   Views(const TraceAnalysis& a, const ReportOptions& o, const Timeline& t, std::uint64_t cohort_bytes)
@@ -30,7 +31,8 @@ struct Views {
         survival(a, o.survival),
         cohorts(a, t, cohort_bytes),
         sizes(a),
-        thread_volume(a, t, GroupBy::kThread) {
+        thread_volume(a, t, GroupBy::kThread),
+        buckets(o.buckets) {
     if (o.diff) diff.emplace(a, o.diff->first, o.diff->second);
   }
 
@@ -39,10 +41,11 @@ struct Views {
     survival.add(o, m);  // survival needs the young objects: it is what they are about
     if (!f.keep(m)) return;
     ++objects;
-    bytes += a.objects.size_of(o);
-    sites.add(o, m);
-    types.add(o, m);
-    threads.add(o, m);
+    bytes += m.size;
+    const std::size_t bucket = m.alive ? 0 : buckets.index(buckets.clock == Clock::kGcs ? m.lifetime_gcs : m.lifetime_bytes);
+    sites.add(o, m, bucket);
+    types.add(o, m, bucket);
+    threads.add(o, m, bucket);
     leaks.add(o, m);
     cohorts.add(o, m);
     sizes.add(o, m);

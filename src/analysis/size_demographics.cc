@@ -17,15 +17,26 @@ void SizeDemographicsBuilder::add_to(Acc& acc, const Acc& x) {
   acc.live_bytes += x.live_bytes;
 }
 
-void SizeDemographicsBuilder::add(ObjectId o, const ObjectMetrics& m) {
-  const std::uint64_t size = a_->objects.size_of(o);
+SizeDemographicsBuilder::Acc& SizeDemographicsBuilder::exact_bin(std::uint64_t size) {
+  std::uint8_t& slot = slot_[(size * 0x9E37'79B9'7F4A'7C15ull) >> 58];
+  if (slot != 0 && exact_[slot - 1u].first == size) return exact_[slot - 1u].second;
+  std::size_t i = 0;
+  while (i < exact_.size() && exact_[i].first != size) ++i;
+  if (i == exact_.size()) exact_.push_back({size, Acc{}});
+  if (i < 255) slot = static_cast<std::uint8_t>(i + 1);
+  return exact_[i].second;
+}
+
+void SizeDemographicsBuilder::add(ObjectId, const ObjectMetrics& m) {
+  const std::uint64_t size = m.size;
   const Acc x{1, size, m.alive ? 1u : 0u, m.alive ? size : 0};
   add_to(pow2_[size <= 1 ? 0 : std::bit_width(size - 1)], x);
   if (too_many_) return;
-  add_to(exact_[size], x);
+  add_to(exact_bin(size), x);
   if (exact_.size() > exact_limit_) {
     too_many_ = true;
     exact_.clear();
+    slot_.fill(0);
   }
 }
 
@@ -34,12 +45,14 @@ void SizeDemographicsBuilder::merge(const SizeDemographicsBuilder& o) {
   if (o.too_many_) too_many_ = true;
   if (too_many_) {
     exact_.clear();
+    slot_.fill(0);
     return;
   }
-  for (const auto& [size, x] : o.exact_) add_to(exact_[size], x);
+  for (const auto& [size, x] : o.exact_) add_to(exact_bin(size), x);
   if (exact_.size() > exact_limit_) {
     too_many_ = true;
     exact_.clear();
+    slot_.fill(0);
   }
 }
 

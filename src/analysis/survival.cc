@@ -3,7 +3,7 @@
 #include "parallel_objects.h"
 
 #include <algorithm>
-#include <numeric>
+#include <bit>
 
 namespace objprof::analysis {
 
@@ -13,25 +13,16 @@ SurvivalBuilder::SurvivalBuilder(const TraceAnalysis& a, const SurvivalOptions& 
   const std::size_t sites = a.sites.size();
   objects_.assign(sites, 0);
   bytes_.assign(sites, 0);
-  survived_.assign(sites * thresholds_.size(), 0);
-  eligible_.assign(sites * thresholds_.size(), 0);
+  dead_.assign(sites * (thresholds_.size() + 1), 0);
+  alive_.assign(sites * (thresholds_.size() + 1), 0);
 }
 
-void SurvivalBuilder::add(ObjectId o, const ObjectMetrics& m) {
-  const std::uint32_t s = a_->contexts[a_->objects.context(o)].site;
-  ++objects_[s];
-  bytes_[s] += a_->objects.size_of(o);
-  const std::size_t base = s * thresholds_.size();
-  for (std::size_t k = 0; k < thresholds_.size(); ++k) {
-    if (m.lifetime_gcs >= thresholds_[k]) {
-      ++survived_[base + k];
-      ++eligible_[base + k];
-    } else if (!m.alive) {
-      ++eligible_[base + k];
-    } else {
-      break;  // too young to tell, and so for every larger threshold
-    }
-  }
+void SurvivalBuilder::add(ObjectId, const ObjectMetrics& m) {
+  ++objects_[m.site];
+  bytes_[m.site] += m.size;
+  // Thresholds are 1, 2, 4, ...: an object reaches the first bit_width(lifetime) of them.
+  const std::size_t reached = std::min<std::size_t>(std::bit_width(m.lifetime_gcs), thresholds_.size());
+  ++(m.alive ? alive_ : dead_)[m.site * (thresholds_.size() + 1) + reached];
 }
 
 void SurvivalBuilder::merge(const SurvivalBuilder& o) {
@@ -39,9 +30,9 @@ void SurvivalBuilder::merge(const SurvivalBuilder& o) {
     objects_[i] += o.objects_[i];
     bytes_[i] += o.bytes_[i];
   }
-  for (std::size_t i = 0; i < survived_.size(); ++i) {
-    survived_[i] += o.survived_[i];
-    eligible_[i] += o.eligible_[i];
+  for (std::size_t i = 0; i < dead_.size(); ++i) {
+    dead_[i] += o.dead_[i];
+    alive_[i] += o.alive_[i];
   }
 }
 
@@ -60,8 +51,20 @@ SurvivalTable SurvivalBuilder::finish(std::size_t top) const {
     r.site = s;
     r.objects = objects_[s];
     r.bytes = bytes_[s];
-    r.survived.assign(survived_.begin() + static_cast<std::ptrdiff_t>(s * nt), survived_.begin() + static_cast<std::ptrdiff_t>((s + 1) * nt));
-    r.eligible.assign(eligible_.begin() + static_cast<std::ptrdiff_t>(s * nt), eligible_.begin() + static_cast<std::ptrdiff_t>((s + 1) * nt));
+    // survived[k]: objects that reached threshold k; eligible[k]: those plus every dead object
+    // that did not (a live one that has not reached k yet tells nothing about k).
+    r.survived.assign(nt, 0);
+    r.eligible.assign(nt, 0);
+    const std::size_t row = s * (nt + 1);
+    std::uint64_t dead_total = 0;
+    for (std::size_t j = 0; j <= nt; ++j) dead_total += dead_[row + j];
+    std::uint64_t reached = 0, alive_reached = 0;
+    for (std::size_t k = nt; k-- > 0;) {
+      reached += dead_[row + k + 1] + alive_[row + k + 1];
+      alive_reached += alive_[row + k + 1];
+      r.survived[k] = reached;
+      r.eligible[k] = dead_total + alive_reached;
+    }
     r.pretenure = nt > 0 && a_->end_epoch >= opt_.pretenure_gcs && r.eligible[hint_k] >= opt_.pretenure_min_objects &&
                   r.rate(hint_k) >= opt_.pretenure_rate;
     t.rows.push_back(std::move(r));

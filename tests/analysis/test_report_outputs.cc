@@ -107,6 +107,7 @@ TraceAnalysis awkward_trace() {
 Report report_of(const TraceAnalysis& a, bool diff = true) {
   ReportOptions o;
   o.trace_name = "awkward \"trace\" <x>";
+  o.replay = true;  // as the HTML report does
   if (diff) o.diff = std::pair<std::uint32_t, std::uint32_t>{1, a.end_epoch};
   auto r = build_report(a, o);
   REQUIRE(r.ok());

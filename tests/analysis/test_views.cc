@@ -237,6 +237,7 @@ TEST_CASE("views: the fused report pass equals each view computed alone", "[anal
   ReportOptions o;
   o.top = 2;
   o.cohorts.cohort_bytes = 64;
+  o.replay = true;
   auto r = build_report(a, o);
   REQUIRE(r.ok());
   const GroupTable sites = group_table(a, GroupBy::kSite, o.buckets, {}, 2);

@@ -32,7 +32,7 @@ struct ReportOptions {
   CohortOptions cohorts;
   std::size_t max_samples = 200;  // points of the over-time views
   std::optional<std::pair<std::uint32_t, std::uint32_t>> diff;  // --diff=A:B
-  bool replay = true;             // compute the heap replay picture (HTML)
+  bool replay = false;            // compute the heap replay picture (the HTML report does)
   ReplayOptions replay_options;
 };
 

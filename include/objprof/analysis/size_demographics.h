@@ -7,8 +7,8 @@
 #include "objprof/analysis/object_metrics.h"
 #include "objprof/analysis/trace_analysis.h"
 
+#include <array>
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 namespace objprof::analysis {
@@ -39,7 +39,10 @@ class SizeDemographicsBuilder {
   const TraceAnalysis* a_;
   std::size_t exact_limit_;
   bool too_many_ = false;
-  std::unordered_map<std::uint64_t, Acc> exact_;
+  // Exact sizes while there are few: a small table searched from the last hit (sizes repeat).
+  std::vector<std::pair<std::uint64_t, Acc>> exact_;
+  std::array<std::uint8_t, 64> slot_{};  // size hash -> index in exact_ + 1 (0: unknown)
+  Acc& exact_bin(std::uint64_t size);
   Acc pow2_[65];  // bin k: sizes in (2^(k-1), 2^k]; bin 0: size 0 and 1
 };
 

@@ -47,7 +47,9 @@ class SurvivalBuilder {
   const TraceAnalysis* a_;
   SurvivalOptions opt_;
   std::vector<std::uint32_t> thresholds_;
-  std::vector<std::uint64_t> objects_, bytes_, survived_, eligible_;  // sites, sites x thresholds
+  std::vector<std::uint64_t> objects_, bytes_;
+  // sites x (thresholds + 1): objects by how many thresholds they reached, dead and alive.
+  std::vector<std::uint64_t> dead_, alive_;
 };
 
 SurvivalTable survival_table(const TraceAnalysis& a, const SurvivalOptions& options = {}, std::size_t top = SIZE_MAX);
