@@ -6,8 +6,11 @@
 //   }
 //
 // The seeds check the range first; we compare with the cache first because hits are the
-// common case and then cost one compare. Both orders are equivalent: the cache only ever
-// holds 0 or an in-range object, and 0 is never in range.
+// common case and then cost one compare. Both orders mark the same bits and leave the same
+// cache: the cache only ever holds 0 or an in-range object, and 0 is never in range. They
+// differ only in the optional counters: null with an empty cache counts as a cache hit here
+// and as an out-of-range object in the seeds' order (so backends/ refuses that order together
+// with counters).
 //
 // Policies are template parameters (cppgc style), so a disabled feature costs nothing:
 //   kCache    - consult and update the last-accessed-object cache
