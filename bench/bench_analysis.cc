@@ -11,14 +11,17 @@
 //   BM_Analyze/N         trace -> Address-Chains (TraceAnalysis): read, CRC, decode, apply
 //   BM_Report/N          build_report on the analysis (every view, one parallel pass)
 //   BM_EndToEnd/N        both, what `objprof report` does after reading the file
-// Counters: events/s (allocs + moves + frees + access bits), objects/s, bytes_per_object (the
-// analyzer's peak data over the object count), trace_MB.
+// Counters: events/s (allocs + moves + frees + access bits, per second of wall time),
+// events/cpu_s and cpu_s (process CPU time, both threads: robust on a shared machine),
+// objects/s, bytes_per_object (the analyzer's peak data over the object count), trace_MB.
 #include "objprof/analysis/analyzer.h"
 #include "objprof/analysis/report.h"
 #include "objprof/barrier.h"
 #include "objprof/profiler.h"
 
 #include <benchmark/benchmark.h>
+
+#include <time.h>
 
 #include <cstdint>
 #include <map>
@@ -100,8 +103,18 @@ const Synthetic& synthetic(std::uint64_t objects) {
   return *slot;
 }
 
-void counters(benchmark::State& state, const analysis::TraceAnalysis& a, std::size_t trace_bytes) {
+// CPU time of the whole process (every thread): on a shared machine the wall clock depends on
+// what else runs, the CPU time much less.
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+void counters(benchmark::State& state, const analysis::TraceAnalysis& a, std::size_t trace_bytes, double cpu_seconds) {
   const auto iters = static_cast<double>(state.iterations());
+  state.counters["cpu_s"] = cpu_seconds / iters;  // process CPU per iteration, both threads
+  state.counters["events/cpu_s"] = static_cast<double>(a.stats.events()) * iters / cpu_seconds;
   state.counters["events/s"] = benchmark::Counter(static_cast<double>(a.stats.events()) * iters, benchmark::Counter::kIsRate);
   state.counters["objects/s"] = benchmark::Counter(static_cast<double>(a.objects.size()) * iters, benchmark::Counter::kIsRate);
   state.counters["events"] = static_cast<double>(a.stats.events());
@@ -113,8 +126,11 @@ void counters(benchmark::State& state, const analysis::TraceAnalysis& a, std::si
 void BM_Analyze(benchmark::State& state) {
   const Synthetic& s = synthetic(static_cast<std::uint64_t>(state.range(0)));
   std::unique_ptr<analysis::TraceAnalysis> last;
+  double cpu = 0;
   for (auto _ : state) {
+    const double c0 = process_cpu_seconds();
     auto r = analysis::analyze(s.trace);
+    cpu += process_cpu_seconds() - c0;
     if (!r.ok()) {
       state.SkipWithError(r.error().message.c_str());
       return;
@@ -123,7 +139,7 @@ void BM_Analyze(benchmark::State& state) {
     last = std::make_unique<analysis::TraceAnalysis>(std::move(*r));  // freed outside the timing
     state.ResumeTiming();
   }
-  counters(state, *last, s.trace.size());
+  counters(state, *last, s.trace.size(), cpu);
 }
 
 void BM_Report(benchmark::State& state) {
@@ -133,10 +149,14 @@ void BM_Report(benchmark::State& state) {
     state.SkipWithError(a.error().message.c_str());
     return;
   }
+  double cpu = 0;
   for (auto _ : state) {
+    const double c0 = process_cpu_seconds();
     auto r = analysis::build_report(*a, {});
     benchmark::DoNotOptimize(r);
+    cpu += process_cpu_seconds() - c0;
   }
+  state.counters["cpu_s"] = cpu / static_cast<double>(state.iterations());
   state.counters["objects/s"] = benchmark::Counter(static_cast<double>(a->objects.size()) * static_cast<double>(state.iterations()),
                                                    benchmark::Counter::kIsRate);
 }
@@ -144,7 +164,9 @@ void BM_Report(benchmark::State& state) {
 void BM_EndToEnd(benchmark::State& state) {
   const Synthetic& s = synthetic(static_cast<std::uint64_t>(state.range(0)));
   std::unique_ptr<analysis::TraceAnalysis> last;
+  double cpu = 0;
   for (auto _ : state) {
+    const double c0 = process_cpu_seconds();
     auto r = analysis::analyze(s.trace);
     if (!r.ok()) {
       state.SkipWithError(r.error().message.c_str());
@@ -152,11 +174,12 @@ void BM_EndToEnd(benchmark::State& state) {
     }
     auto report = analysis::build_report(*r, {});
     benchmark::DoNotOptimize(report);
+    cpu += process_cpu_seconds() - c0;
     state.PauseTiming();
     last = std::make_unique<analysis::TraceAnalysis>(std::move(*r));
     state.ResumeTiming();
   }
-  counters(state, *last, s.trace.size());
+  counters(state, *last, s.trace.size(), cpu);
 }
 
 BENCHMARK(BM_Analyze)->Arg(1'000'000)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
