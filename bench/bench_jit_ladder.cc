@@ -14,6 +14,7 @@
 // setup (profiler, heap, decoding, the pass and compilation) is not timed (manual time). Racy
 // marking, no counters, no trace file; semispace heaps at the workloads' `; @heap` defaults.
 #include "support/bench_main.h"
+#include "support/workloads.h"
 
 #include "backends/jit/jit.h"
 #include "sim/heap.h"
@@ -119,20 +120,10 @@ void run_rung(benchmark::State& state, const sim::LoadedWorkload* wl, WorkloadSe
   state.counters["gcs"] = static_cast<double>(gcs) / static_cast<double>(state.iterations());
 }
 
-std::vector<std::unique_ptr<sim::LoadedWorkload>>& loaded() {
-  static std::vector<std::unique_ptr<sim::LoadedWorkload>> all;
-  return all;
-}
-
 void register_all() {
   for (const WorkloadSetup& setup : setups()) {
-    auto wl = sim::load_workload(setup.name);
-    if (!wl.ok()) {
-      std::fprintf(stderr, "bench_jit_ladder: %s\n", wl.error().message.c_str());
-      continue;
-    }
-    loaded().push_back(std::make_unique<sim::LoadedWorkload>(std::move(*wl)));
-    const sim::LoadedWorkload* w = loaded().back().get();
+    const sim::LoadedWorkload* w = bench::load_workload_for("bench_jit_ladder", setup.name);
+    if (!w) continue;
     for (const Rung& rung : kRungs) {
       benchmark::RegisterBenchmark(("jit-ladder/" + setup.name + "/" + rung.name).c_str(), run_rung, w, setup, rung)
           ->UseManualTime()

@@ -16,6 +16,7 @@
 //       One full mark-sweep collection of a heap holding a live random graph, marked on one
 //       thread or with oneTBB (HeapOptions::parallel_mark_min_heap).
 #include "support/bench_main.h"
+#include "support/workloads.h"
 
 #include "sim/heap.h"
 #include "sim/interp.h"
@@ -166,26 +167,17 @@ void mark_time(benchmark::State& state, std::uint64_t live_objects, bool paralle
   h.detach_mutator(&m);
 }
 
-std::vector<std::unique_ptr<sim::LoadedWorkload>>& loaded() {
-  static std::vector<std::unique_ptr<sim::LoadedWorkload>> all;
-  return all;
-}
-
 void register_all() {
   const std::pair<const char*, Profiling> modes[] = {{"off", Profiling::kOff}, {"on", Profiling::kOn}, {"trace", Profiling::kTrace}};
   const std::pair<const char*, sim::GcPolicy> gcs[] = {{"semispace", sim::GcPolicy::kSemiSpace},
                                                       {"marksweep", sim::GcPolicy::kMarkSweep}};
   for (const char* name : {"listleak", "points", "graph", "scimark"}) {
-    auto wl = sim::load_workload(name);
-    if (!wl.ok()) {
-      std::fprintf(stderr, "bench_sim_gc: %s\n", wl.error().message.c_str());
-      continue;
-    }
-    loaded().push_back(std::make_unique<sim::LoadedWorkload>(std::move(*wl)));
+    const sim::LoadedWorkload* wl = bench::load_workload_for("bench_sim_gc", name);
+    if (!wl) continue;
     for (const auto& [gc_name, gc] : gcs)
       for (const auto& [mode, p] : modes)
         benchmark::RegisterBenchmark((std::string("gc/") + name + "-" + gc_name + "/" + mode).c_str(), gc_time,
-                                     loaded().back().get(), gc, p)
+                                     wl, gc, p)
             ->UseManualTime()
             ->Iterations(8)  // the timed part (GC) is a small share of each run: fix the runs
             ->Unit(benchmark::kMillisecond);

@@ -16,6 +16,7 @@
 //
 // After the runs a table prints each rung's time relative to no-barriers, and the geomean.
 #include "support/bench_main.h"
+#include "support/workloads.h"
 #include "support/cpu_time.h"
 
 #include "sim/heap.h"
@@ -115,20 +116,10 @@ void run_rung(benchmark::State& state, const sim::LoadedWorkload* wl, WorkloadSe
   state.counters["barriers"] = static_cast<double>(barriers) / n;
 }
 
-std::vector<std::unique_ptr<sim::LoadedWorkload>>& loaded() {
-  static std::vector<std::unique_ptr<sim::LoadedWorkload>> all;
-  return all;
-}
-
 void register_all() {
   for (const WorkloadSetup& setup : setups()) {
-    auto wl = sim::load_workload(setup.name);
-    if (!wl.ok()) {
-      std::fprintf(stderr, "bench_sim_ladder: %s\n", wl.error().message.c_str());
-      continue;
-    }
-    loaded().push_back(std::make_unique<sim::LoadedWorkload>(std::move(*wl)));
-    const sim::LoadedWorkload* w = loaded().back().get();
+    const sim::LoadedWorkload* w = bench::load_workload_for("bench_sim_ladder", setup.name);
+    if (!w) continue;
     for (const Rung& rung : kRungs) {
       benchmark::RegisterBenchmark(("ladder/" + setup.name + "/" + rung.name).c_str(), run_rung, w, setup, rung)
           ->UseManualTime()

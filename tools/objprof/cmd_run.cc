@@ -12,7 +12,6 @@
 #include <fmt/core.h>
 
 #include <chrono>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -37,16 +36,6 @@ struct RunOptions {
   bool verbose = false;
 };
 
-// Defaults a workload file declares in comments: `; @size 2000` and `; @heap 4M`.
-std::string directive(const std::string& path, const std::string& key) {
-  std::ifstream in(path);
-  std::string line;
-  const std::string tag = "; @" + key + " ";
-  while (std::getline(in, line))
-    if (line.rfind(tag, 0) == 0) return line.substr(tag.size());
-  return {};
-}
-
 int fail(const std::string& msg) {
   fmt::print(stderr, "objprof run: {}\n", msg);
   return 1;
@@ -60,7 +49,7 @@ int run(const RunOptions& o) {
   if (o.gc == "semispace") ho.gc = sim::GcPolicy::kSemiSpace;
   else if (o.gc == "marksweep") ho.gc = sim::GcPolicy::kMarkSweep;
   else return fail("--gc must be semispace or marksweep, not '" + o.gc + "'");
-  std::string heap_text = o.heap.empty() ? directive(wl->path, "heap") : o.heap;
+  std::string heap_text = o.heap.empty() ? wl->default_heap : o.heap;
   if (heap_text.empty()) heap_text = "8M";
   auto heap_bytes = sim::parse_size(heap_text);
   if (!heap_bytes.ok()) return fail("--heap: " + heap_bytes.error().message);
@@ -77,10 +66,8 @@ int run(const RunOptions& o) {
   else if (o.barrier == "nocache-atomic") io.barrier = {false, MarkMode::kAtomic, true};
   else return fail("--barrier must be cache-racy, cache-atomic, nocache-racy or nocache-atomic, not '" + o.barrier + "'");
   io.size = o.size;
-  if (io.size == 0) {
-    const std::string s = directive(wl->path, "size");
-    io.size = s.empty() ? 1000 : std::strtoull(s.c_str(), nullptr, 10);
-  }
+  // The workload's `; @size` default (from the file or the embedded copy), else 1000.
+  if (io.size == 0) io.size = wl->default_size ? wl->default_size : 1000;
   io.seed = o.seed;
   io.threads = o.threads;
   io.module_name = o.workload;
