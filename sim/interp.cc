@@ -698,8 +698,11 @@ Result<std::int64_t> Interpreter::run(const std::string& entry) {
     results[i] = with_barrier_policy(options_.barrier, [&](auto policy) -> Result<Value> {
       return im.exec<decltype(policy)>(t, fi, args, 3, may_compile);
     });
-    im.heap->detach_mutator(&t.m);
+    // Leave the profiler while still a running mutator, then the heap. No GC can start while
+    // this thread runs, so no collector flushes its trace buffer while detach_thread does.
+    // (The other order raced: a GC that began after detach_mutator flushed the same buffer.)
     if (im.profiler && t.m.thread) im.profiler->detach_thread(*t.m.thread);
+    im.heap->detach_mutator(&t.m);
     std::lock_guard lk(im.stats_mu);
     im.totals.instructions += t.instructions;
     im.totals.accesses += t.accesses;
