@@ -53,6 +53,8 @@ struct ObjHeader {
   std::uint64_t word;
 };
 static_assert(sizeof(ObjHeader) == kHeaderBytes);
+// Compiled code reads Heap::stop_flag() as one byte.
+static_assert(sizeof(std::atomic<bool>) == 1 && std::atomic<bool>::is_always_lock_free);
 
 struct SimType {
   std::uint32_t id = 0;
@@ -140,6 +142,9 @@ class Heap {
   void safepoint(Mutator& m) {
     if (stop_requested_.load(std::memory_order_acquire)) park_slow(m);
   }
+  // The flag safepoint() tests, for compiled code that polls it inline (a byte: nonzero while
+  // a collector waits for the mutators to park; then call safepoint()).
+  const std::atomic<bool>& stop_flag() const { return stop_requested_; }
   // Forces a collection (stop the world).
   Status collect(Mutator& m);
 
