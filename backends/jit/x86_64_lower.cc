@@ -408,6 +408,13 @@ void X86Lower::lower(std::uint32_t pc, const DecodedInstr& d) {
       runtime_call(pc, &sim::rt::call, d.src->may_gc, d.args, d.dst);
       break;
     case Opcode::kSafepoint: {
+      // Poll the heap's stop flag inline (a plain byte load is an acquire load on x86_64);
+      // only a pending collection spills the references and parks in the runtime.
+      Label done = cc_.newLabel();
+      x86::Gp flag = cc_.newUIntPtr("stop_flag");
+      cc_.mov(flag, imm(reinterpret_cast<std::uint64_t>(&in_.request->heap->stop_flag())));
+      cc_.cmp(x86::byte_ptr(flag), 0);
+      cc_.je(done);
       spill_refs();
       cache_to_thread();
       InvokeNode* call = nullptr;
@@ -416,6 +423,7 @@ void X86Lower::lower(std::uint32_t pc, const DecodedInstr& d) {
       call->setArg(0, T_);
       cache_from_thread();
       reload_refs();
+      cc_.bind(done);
       break;
     }
     case Opcode::kGoto:
