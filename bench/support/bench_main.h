@@ -24,6 +24,7 @@ struct RatioTable {
   std::string baseline;               // rung every ratio is relative to, e.g. "no-barriers"
   std::vector<std::string> rungs;     // column order
   bool cpu_time = false;              // compare CPU time instead of real (or manual) time
+  std::string time_name{};            // what the compared time is, for the title; default real/CPU
 };
 
 class RatioReporter : public benchmark::ConsoleReporter {
@@ -58,8 +59,9 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void print(const RatioTable& table) const {
     auto it = times_.find(table.prefix);
     if (it == times_.end()) return;
-    std::printf("\n%s: %s time relative to '%s', same run\n%-24s", table.prefix.c_str(),
-                table.cpu_time ? "CPU" : "real", table.baseline.c_str(), "");
+    const std::string what = !table.time_name.empty() ? table.time_name : table.cpu_time ? "CPU" : "real";
+    std::printf("\n%s: %s time relative to '%s', same run\n%-24s", table.prefix.c_str(), what.c_str(),
+                table.baseline.c_str(), "");
     for (const std::string& rung : table.rungs) std::printf(" %14s", rung.c_str());
     std::printf("\n");
     std::map<std::string, std::pair<double, int>> log_sum;  // rung -> (sum of log ratio, groups)

@@ -1,0 +1,125 @@
+// One rung of the paper's Fig. 6 ladder on the simulated runtime, shared by the interpreter
+// ladder (bench_sim_ladder) and the JIT ladder (bench_jit_ladder): a fresh profiler, heap and
+// interpreter per iteration, one complete run of `main` timed, setup not.
+//
+// The time is the process CPU time the run consumed (manual time), not wall time, so that a
+// shared, loaded machine does not add its preemptions to one rung and not another. Racy
+// marking, no counters, no trace file: the rungs differ only in the barrier. Semispace heaps at
+// the workloads' `; @heap` defaults (small, like the paper's minimum heaps), so GCs are frequent.
+#pragma once
+
+#include "cpu_time.h"
+#include "workloads.h"
+
+#include "sim/heap.h"
+#include "sim/interp.h"
+#include "sim/workloads.h"
+
+#include <objprof/objprof.h>
+
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace objprof::bench {
+
+struct LadderRung {
+  const char* name;
+  bool profiler;  // false: no profiler at all (no barrier, no hooks)
+  bool barriers;  // with a profiler: emit/run barriers at the sites the pass keeps
+  ir::PassKind pass;
+  bool cache;
+  bool pinned_cache = false;  // JIT only: the cache in a register instead of the thread field
+};
+
+struct LadderWorkload {
+  std::string name;
+  std::uint64_t size;
+  std::uint32_t threads;
+};
+
+// Makes the code generator of a rung (null: interpret). Every function must compile, or the
+// benchmark is skipped with an error: a mixed-mode run would not measure compiled code.
+using MakeGenerator = std::shared_ptr<sim::CodeGenerator> (*)(const LadderRung& rung);
+
+inline void run_ladder_rung(benchmark::State& state, const sim::LoadedWorkload* wl, const LadderWorkload& setup,
+                            const LadderRung& rung, MakeGenerator make_generator) {
+  auto heap_bytes = sim::parse_size(wl->default_heap.empty() ? "8M" : wl->default_heap);
+  if (!heap_bytes.ok()) {
+    state.SkipWithError(heap_bytes.error().message.c_str());
+    return;
+  }
+  std::uint64_t gcs = 0, accesses = 0, barriers = 0;
+  bool compiled = false;
+  for (auto _ : state) {
+    std::unique_ptr<Profiler> profiler;
+    if (rung.profiler) {
+      ProfilerOptions po;
+      po.default_leak_printer = false;
+      po.on_leak = {};
+      profiler = std::move(*Profiler::create(std::move(po)));
+    }
+    sim::HeapOptions ho;
+    ho.heap_bytes = *heap_bytes;
+    ho.gc = sim::GcPolicy::kSemiSpace;
+    auto heap = sim::Heap::create(ho, profiler.get());
+    if (!heap.ok()) {
+      state.SkipWithError(heap.error().message.c_str());
+      return;
+    }
+    sim::InterpOptions io;
+    io.pass = rung.pass;
+    io.barrier = BarrierConfig{rung.cache, MarkMode::kRacy, false};
+    io.size = setup.size;
+    io.threads = setup.threads;
+    if (make_generator) io.jit = make_generator(rung);
+    compiled = io.jit != nullptr;
+    auto interp = sim::Interpreter::create(wl->module, **heap, profiler.get(), io);
+    if (!interp.ok()) {
+      state.SkipWithError(interp.error().message.c_str());
+      return;
+    }
+    if (compiled)
+      for (const auto& mode : (*interp)->function_modes())
+        if (!mode.compiled) {
+          state.SkipWithError((mode.name + " was not compiled: " + mode.reason).c_str());
+          return;
+        }
+    const double t0 = process_cpu_seconds();
+    auto result = (*interp)->run("main");
+    const double t1 = process_cpu_seconds();
+    if (!result.ok()) {
+      state.SkipWithError(result.error().message.c_str());
+      return;
+    }
+    state.SetIterationTime(t1 - t0);
+    gcs += (*heap)->stats().gcs;
+    const sim::InterpStats s = (*interp)->stats();
+    accesses += s.accesses;
+    barriers += s.barriers_executed;
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["gcs"] = static_cast<double>(gcs) / n;
+  if (!compiled) {  // compiled code counts no accesses (docs/jit.md, "Statistics")
+    state.counters["accesses"] = static_cast<double>(accesses) / n;
+    state.counters["barriers"] = static_cast<double>(barriers) / n;
+  }
+}
+
+// Registers PREFIX/WORKLOAD/RUNG for every workload that loads, in table order.
+inline void register_ladder(const char* bench_name, const std::string& prefix, const std::vector<LadderWorkload>& workloads,
+                            const std::vector<LadderRung>& rungs, MakeGenerator make_generator) {
+  for (const LadderWorkload& setup : workloads) {
+    const sim::LoadedWorkload* wl = load_workload_for(bench_name, setup.name);
+    if (!wl) continue;
+    for (const LadderRung& rung : rungs)
+      benchmark::RegisterBenchmark((prefix + "/" + setup.name + "/" + rung.name).c_str(), run_ladder_rung, wl, setup,
+                                   rung, make_generator)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond);
+  }
+}
+
+}  // namespace objprof::bench
