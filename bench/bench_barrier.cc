@@ -28,6 +28,9 @@
 //   hit<P>     random objects of a 1 MiB heap where P% of accesses repeat the previous object
 //              (cache hit rate P; the measured rate is reported as the hit_rate counter)
 // Heaps: 32 KiB (L1d), 1 MiB (L2), 16 MiB, 64 MiB.
+#include "support/access_patterns.h"
+#include "support/bench_main.h"
+
 #include "objprof/barrier.h"
 
 #include <benchmark/benchmark.h>
@@ -55,9 +58,12 @@ using objprof::HeapSpace;
 using objprof::MarkMode;
 using objprof::ThreadState;
 
-constexpr unsigned kObjShift = 5;  // 32-byte objects
-constexpr std::size_t kObjBytes = std::size_t{1} << kObjShift;
-constexpr std::size_t kFieldOffset = 8;  // the loaded field (after an 8-byte header)
+using objprof::bench::heap_of;
+using objprof::bench::kFieldOffset;
+using objprof::bench::kObjBytes;
+using objprof::bench::kObjShift;
+using objprof::bench::Sequence;
+using objprof::bench::sequence_of;
 
 // ---- barrier variants -------------------------------------------------------------------
 
@@ -113,87 +119,6 @@ OBJPROF_NOINLINE std::uint64_t pass(ThreadState& t, const BarrierDescriptor& d, 
   return sum;
 }
 
-// ---- heaps and access sequences (built once, outside any timing) ------------------------
-
-struct Heap {
-  std::uint8_t* base = nullptr;
-  std::size_t bytes = 0;
-  std::unique_ptr<AccessBitmap> bitmap;
-};
-
-Heap& heap_of(std::size_t bytes) {
-  static std::map<std::size_t, Heap> heaps;
-  Heap& h = heaps[bytes];
-  if (!h.base) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-      std::perror("mmap heap");
-      std::abort();
-    }
-    h.base = static_cast<std::uint8_t*>(p);
-    h.bytes = bytes;
-    for (std::size_t o = 0; o < bytes; o += kObjBytes) {
-      const std::uint64_t header = 0xC0FFEE, field = o / kObjBytes;
-      std::memcpy(h.base + o, &header, 8);
-      std::memcpy(h.base + o + kFieldOffset, &field, 8);
-    }
-    const Address b = reinterpret_cast<Address>(h.base);
-    auto space = HeapSpace::make(b, b + bytes, 8, "bench");
-    if (!space.ok()) std::abort();
-    auto bm = AccessBitmap::create(*space);
-    if (!bm.ok()) std::abort();
-    h.bitmap = std::move(*bm);
-  }
-  return h;
-}
-
-struct Sequence {
-  std::vector<std::uint32_t> idx;
-  double hit_rate = 0;  // fraction of accesses equal to the previous one
-};
-
-Sequence make_sequence(const std::string& pattern, std::size_t objects, int hit_percent) {
-  Sequence s;
-  std::mt19937_64 rng(42);
-  if (pattern == "one") {
-    s.idx.assign(4096, static_cast<std::uint32_t>(objects / 2));
-  } else if (pattern == "seq" || pattern == "seq_fresh") {
-    s.idx.resize(objects);
-    std::iota(s.idx.begin(), s.idx.end(), 0u);
-  } else if (pattern == "rand") {
-    // As many accesses as objects, uniformly random (so each object is touched ~once a pass).
-    std::uniform_int_distribution<std::uint32_t> pick(0, static_cast<std::uint32_t>(objects - 1));
-    s.idx.resize(objects);
-    for (auto& i : s.idx) i = pick(rng);
-  } else {  // hit rate
-    std::uniform_int_distribution<std::uint32_t> pick(0, static_cast<std::uint32_t>(objects - 1));
-    std::uniform_int_distribution<int> pct(0, 99);
-    s.idx.resize(65536);
-    std::uint32_t prev = pick(rng);
-    for (auto& i : s.idx) {
-      if (pct(rng) < hit_percent) {
-        i = prev;
-      } else {
-        std::uint32_t next;
-        do next = pick(rng); while (next == prev);
-        i = prev = next;
-      }
-    }
-  }
-  std::size_t hits = 0;
-  for (std::size_t i = 1; i < s.idx.size(); ++i) hits += s.idx[i] == s.idx[i - 1];
-  s.hit_rate = static_cast<double>(hits) / static_cast<double>(s.idx.size());
-  return s;
-}
-
-const Sequence& sequence_of(const std::string& pattern, std::size_t objects, int hit_percent) {
-  static std::map<std::string, Sequence> cache;
-  const std::string key = pattern + "/" + std::to_string(objects) + "/" + std::to_string(hit_percent);
-  auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, make_sequence(pattern, objects, hit_percent)).first;
-  return it->second;
-}
-
 void set_counters(benchmark::State& state, const Sequence& s) {
   const auto n = static_cast<double>(s.idx.size());
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(s.idx.size()));
@@ -205,7 +130,7 @@ void set_counters(benchmark::State& state, const Sequence& s) {
 
 template <class V>
 void run_steady(benchmark::State& state, std::size_t heap_bytes, const std::string& pattern, int hit) {
-  Heap& h = heap_of(heap_bytes);
+  objprof::bench::BenchHeap& h = heap_of(heap_bytes);
   const Sequence& s = sequence_of(pattern, heap_bytes / kObjBytes, hit);
   ThreadState thread(0, "bench");
   const BarrierDescriptor& d = h.bitmap->descriptor();
@@ -220,7 +145,7 @@ void run_steady(benchmark::State& state, std::size_t heap_bytes, const std::stri
 
 template <class V>
 void run_fresh(benchmark::State& state, std::size_t heap_bytes) {
-  Heap& h = heap_of(heap_bytes);
+  objprof::bench::BenchHeap& h = heap_of(heap_bytes);
   const Sequence& s = sequence_of("seq_fresh", heap_bytes / kObjBytes, 0);
   ThreadState thread(0, "bench");
   const BarrierDescriptor& d = h.bitmap->descriptor();
@@ -282,11 +207,4 @@ void register_all() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  register_all();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return objprof::bench::run_benchmarks(argc, argv, register_all); }

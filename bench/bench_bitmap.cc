@@ -16,6 +16,8 @@
 //                              mutators pay later if the clear was done by madvise
 // Before each timed step the active buffer is filled with 0x11 bytes (2 of 8 bits set: every
 // 32-byte object of the heap accessed), untimed.
+#include "support/bench_main.h"
+
 #include "objprof/access_bitmap.h"
 
 #include <benchmark/benchmark.h>
@@ -195,11 +197,4 @@ void register_all() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  register_all();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return objprof::bench::run_benchmarks(argc, argv, register_all); }

@@ -27,6 +27,7 @@
 // (backends/barrier_paths.h), weighted by each pattern's outcome mix.
 #include "backends/barrier_emitter.h"
 #include "backends/barrier_paths.h"
+#include "support/access_patterns.h"
 #include "support/bench_main.h"
 #include "support/cpu_time.h"
 
@@ -54,66 +55,17 @@ namespace {
 using namespace objprof;
 using namespace objprof::backends;
 
-constexpr unsigned kObjShift = 5;  // 32-byte objects
-constexpr std::size_t kObjBytes = std::size_t{1} << kObjShift;
-constexpr std::size_t kFieldOffset = 8;
+using bench::heap_of;
+using bench::kFieldOffset;
+using bench::kObjBytes;
+using bench::kObjShift;
+using Heap = bench::BenchHeap;
 
-// ---- heaps and sequences (as bench_barrier) ----------------------------------------------
-
-struct Heap {
-  std::uint8_t* base = nullptr;
-  std::size_t bytes = 0;
-  std::unique_ptr<AccessBitmap> bitmap;
-};
-
-Heap& heap_of(std::size_t bytes) {
-  static std::map<std::size_t, Heap> heaps;
-  Heap& h = heaps[bytes];
-  if (!h.base) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-      std::perror("mmap heap");
-      std::abort();
-    }
-    h.base = static_cast<std::uint8_t*>(p);
-    h.bytes = bytes;
-    for (std::size_t o = 0; o < bytes; o += kObjBytes) {
-      const std::uint64_t header = 0xC0FFEE, field = o / kObjBytes;
-      std::memcpy(h.base + o, &header, 8);
-      std::memcpy(h.base + o + kFieldOffset, &field, 8);
-    }
-    const Address b = reinterpret_cast<Address>(h.base);
-    auto space = HeapSpace::make(b, b + bytes, 8, "bench");
-    if (!space.ok()) std::abort();
-    auto bm = AccessBitmap::create(*space);
-    if (!bm.ok()) std::abort();
-    h.bitmap = std::move(*bm);
-  }
-  return h;
-}
-
-std::vector<std::uint32_t> make_sequence(const std::string& pattern, std::size_t objects) {
-  std::vector<std::uint32_t> idx;
-  if (pattern == "one") {
-    idx.assign(65536, static_cast<std::uint32_t>(objects / 2));
-  } else if (pattern == "seq" || pattern == "seq_fresh") {
-    idx.resize(objects);
-    std::iota(idx.begin(), idx.end(), 0u);
-  } else {
-    std::mt19937_64 rng(42);
-    std::uniform_int_distribution<std::uint32_t> pick(0, static_cast<std::uint32_t>(objects - 1));
-    idx.resize(objects);
-    for (auto& i : idx) i = pick(rng);
-  }
-  return idx;
-}
+// The "one" pattern's length: each pass is one call of a generated loop.
+constexpr std::size_t kOneLength = 65536;
 
 const std::vector<std::uint32_t>& sequence_of(const std::string& pattern, std::size_t objects) {
-  static std::map<std::string, std::vector<std::uint32_t>> cache;
-  const std::string key = pattern + "/" + std::to_string(objects);
-  auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, make_sequence(pattern, objects)).first;
-  return it->second;
+  return objprof::bench::sequence_of(pattern, objects, 0, kOneLength).idx;
 }
 
 // ---- the two kinds of loop ----------------------------------------------------------------

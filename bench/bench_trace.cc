@@ -15,6 +15,8 @@
 //
 // Events: alloc (25 bytes), move (17), free (9), and a mix per 4 events of 2 alloc, 1 move,
 // 1 free (19 bytes on average). One benchmark iteration appends 16384 events (memory sinks).
+#include "support/bench_main.h"
+
 #include "objprof/crc32c.h"
 #include "objprof/trace_writer.h"
 
@@ -239,11 +241,4 @@ void register_all() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  register_all();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return objprof::bench::run_benchmarks(argc, argv, register_all); }
