@@ -117,21 +117,7 @@ Analyzer::Analyzer(AnalyzerOptions options) : s_(std::make_unique<State>(std::mo
 Analyzer::~Analyzer() = default;
 
 void Analyzer::set_input_bytes(std::uint64_t bytes) noexcept { s_->front.set_input_bytes(bytes); }
-void Analyzer::header(const trace::Header& h) { s_->front.header(h); }
-void Analyzer::type_def(const trace::TypeDef& t) { s_->front.type_def(t); }
-void Analyzer::site_def(const trace::SiteDef& s) { s_->front.site_def(s); }
-void Analyzer::thread_def(const trace::ThreadDef& t) { s_->front.thread_def(t); }
-void Analyzer::thread_end(std::uint32_t thread) { s_->front.thread_end(thread); }
-void Analyzer::alloc(const trace::AllocEvent& a) { s_->front.alloc(a); }
-void Analyzer::move(const trace::MoveEvent& m) { s_->front.move(m); }
-void Analyzer::free(const trace::FreeEvent& f) { s_->front.free(f); }
-void Analyzer::gc_begin(const trace::GcEvent& g) { s_->front.gc_begin(g); }
-void Analyzer::gc_end(const trace::GcEvent& g) { s_->front.gc_end(g); }
-void Analyzer::bitmap_words(std::uint32_t space, std::uint64_t epoch, std::span<const std::pair<std::uint64_t, std::uint64_t>> w) {
-  s_->front.bitmap_words(space, epoch, w);
-}
-void Analyzer::stale(const trace::StaleEvent& s) { s_->front.stale(s); }
-void Analyzer::end(std::uint64_t epoch, std::uint64_t bytes_allocated) { s_->front.end(epoch, bytes_allocated); }
+trace::Visitor& Analyzer::visitor() noexcept { return s_->front; }
 
 Result<TraceAnalysis> Analyzer::take(const trace::ReadSummary& summary) {
   s_->front.finish();

@@ -187,3 +187,33 @@ TEST_CASE("analyzer rebuilds every chain of a randomized profiled run exactly", 
     CHECK(a.threads[a.thread_index.at(1)].end_epoch == sc.epochs);
   }
 }
+
+TEST_CASE("the incremental Analyzer gives analyze()'s result", "[analysis]") {
+  const Scenario sc = run_scenario(4, 30, static_cast<int>(test::scaled(60, 2)));
+  auto piped = analyze(sc.trace);
+  REQUIRE(piped.ok());
+  Analyzer inc;
+  inc.set_input_bytes(sc.trace.size());
+  auto summary = trace::read(sc.trace, inc.visitor());
+  REQUIRE(summary.ok());
+  auto r = inc.take(*summary);
+  REQUIRE(r.ok());
+  const TraceAnalysis& a = *piped;
+  const TraceAnalysis& b = *r;
+  CHECK(b.complete == a.complete);
+  CHECK(b.end_epoch == a.end_epoch);
+  CHECK(b.live_objects == a.live_objects);
+  CHECK(b.gcs.size() == a.gcs.size());
+  REQUIRE(b.objects.size() == a.objects.size());
+  REQUIRE(a.objects.size() > 100);
+  for (ObjectId o = 0; o < a.objects.size(); ++o) {
+    const Chain x = a.objects.chain(o), y = b.objects.chain(o);
+    INFO("object " << o);
+    REQUIRE(y.context == x.context);
+    REQUIRE(y.size == x.size);
+    REQUIRE(y.birth_epoch == x.birth_epoch);
+    REQUIRE(y.death_epoch == x.death_epoch);
+    REQUIRE(y.placements == x.placements);
+    REQUIRE(y.accessed == x.accessed);
+  }
+}

@@ -42,32 +42,19 @@ struct AnalyzerOptions {
   std::size_t parallel_bitmap_words = 4096;
 };
 
-// Incremental form, on the calling thread: feed it to trace::read / read_file yourself (e.g.
-// to also run other visitors), then take() the result. Same result as analyze().
-class Analyzer final : public trace::Visitor {
+// Incremental form, on the calling thread: feed visitor() to trace::read / read_file yourself
+// (e.g. to also run other visitors), then take() the result. Same result as analyze().
+class Analyzer {
  public:
   explicit Analyzer(AnalyzerOptions options = {});
-  ~Analyzer() override;
+  ~Analyzer();
   Analyzer(const Analyzer&) = delete;
   Analyzer& operator=(const Analyzer&) = delete;
 
   // For progress reports: the size of the input in bytes.
   void set_input_bytes(std::uint64_t bytes) noexcept;
-
-  void header(const trace::Header& h) override;
-  void type_def(const trace::TypeDef& t) override;
-  void site_def(const trace::SiteDef& s) override;
-  void thread_def(const trace::ThreadDef& t) override;
-  void thread_end(std::uint32_t thread) override;
-  void alloc(const trace::AllocEvent& a) override;
-  void move(const trace::MoveEvent& m) override;
-  void free(const trace::FreeEvent& f) override;
-  void gc_begin(const trace::GcEvent& g) override;
-  void gc_end(const trace::GcEvent& g) override;
-  void bitmap_words(std::uint32_t space, std::uint64_t epoch,
-                    std::span<const std::pair<std::uint64_t, std::uint64_t>> index_word) override;
-  void stale(const trace::StaleEvent& s) override;
-  void end(std::uint64_t epoch, std::uint64_t bytes_allocated) override;
+  // What the trace reader feeds; valid as long as this Analyzer.
+  trace::Visitor& visitor() noexcept;
 
   // Finishes the analysis with the reader's summary (truncation, warnings) and hands it over;
   // call it once. Errors: more than 2^32 - 2 objects (kUnsupported).
