@@ -77,4 +77,17 @@ void chain_json(JsonWriter& j, const TraceAnalysis& a, const Chain& c, const Obj
   j.end_object();
 }
 
+void gc_fields_json(JsonWriter& j, const GcRecord& g) {
+  j.field("epoch", g.epoch);
+  j.field("kind", trace::gc_kind_name(g.kind));
+  j.field("bytes_begin", g.bytes_begin);
+  j.field("ended", g.ended);
+  j.field("marked_bits", g.marked_bits);
+  j.field("freed_objects", g.freed_objects);
+  j.field("freed_bytes", g.freed_bytes);
+  j.field("moved_objects", g.moved_objects);
+  j.field("live_objects_after", g.live_objects_after);
+  j.field("live_bytes_after", g.live_bytes_after);
+}
+
 }  // namespace objprof::analysis::internal

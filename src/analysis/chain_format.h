@@ -18,5 +18,8 @@ std::string chain_text(const TraceAnalysis& a, const Chain& c, std::size_t max_p
 std::string runs_text(const std::vector<EpochRun>& runs);
 // The chain as a JSON object (docs/report.schema.json, "chain").
 void chain_json(JsonWriter& j, const TraceAnalysis& a, const Chain& c, const ObjectMetrics& m);
+// A GC's fields (docs/report.schema.json, "gc"), into the object the caller opened: the report's
+// `gcs` entries and the Perfetto export's GC slices carry the same names.
+void gc_fields_json(JsonWriter& j, const GcRecord& g);
 
 }  // namespace objprof::analysis::internal

@@ -1,5 +1,6 @@
 #include "objprof/analysis/perfetto_export.h"
 
+#include "chain_format.h"
 #include "json_writer.h"
 
 #include "objprof/analysis/live_series.h"
@@ -81,15 +82,7 @@ std::string render_perfetto(const TraceAnalysis& a, const PerfettoOptions& o) {
     j.field("name", fmt::format("GC {} ({})", g.epoch, trace::gc_kind_name(g.kind)));
     j.field("cat", "gc");
     j.key("args").begin_object();
-    j.field("epoch", g.epoch);
-    j.field("kind", trace::gc_kind_name(g.kind));
-    j.field("bytes_allocated", g.bytes_begin);
-    j.field("access_bits", g.marked_bits);
-    j.field("freed_objects", g.freed_objects);
-    j.field("freed_bytes", g.freed_bytes);
-    j.field("moved_objects", g.moved_objects);
-    j.field("live_objects_after", g.live_objects_after);
-    j.field("live_bytes_after", g.live_bytes_after);
+    internal::gc_fields_json(j, g);
     j.end_object();
     j.end_object();
     if (g.ended) {

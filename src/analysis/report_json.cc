@@ -227,16 +227,7 @@ std::string render_json(const Report& r) {
   j.key("gcs").begin_array();
   for (const GcRecord& g : a.gcs) {
     j.begin_object();
-    j.field("epoch", g.epoch);
-    j.field("kind", trace::gc_kind_name(g.kind));
-    j.field("bytes_begin", g.bytes_begin);
-    j.field("ended", g.ended);
-    j.field("marked_bits", g.marked_bits);
-    j.field("freed_objects", g.freed_objects);
-    j.field("freed_bytes", g.freed_bytes);
-    j.field("moved_objects", g.moved_objects);
-    j.field("live_objects_after", g.live_objects_after);
-    j.field("live_bytes_after", g.live_bytes_after);
+    internal::gc_fields_json(j, g);
     j.end_object();
   }
   j.end_array();

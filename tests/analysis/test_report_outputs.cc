@@ -256,7 +256,12 @@ TEST_CASE("Perfetto export: Chrome trace events for GCs, counters and threads", 
       CHECK(e["ts"].get<double>() >= last_gc);
       last_gc = e["ts"].get<double>();
       CHECK(e["dur"].get<double>() > 0);
-      CHECK(e["args"].contains("freed_objects"));
+      // The slice's args are the GC's record, as the JSON report writes it.
+      const GcRecord& g = a.gcs.at(gcs - 1);
+      CHECK(e["args"]["epoch"] == g.epoch);
+      CHECK(e["args"]["marked_bits"] == g.marked_bits);
+      CHECK(e["args"]["freed_objects"] == g.freed_objects);
+      CHECK(e["args"]["live_bytes_after"] == g.live_bytes_after);
     } else if (ph == "X" && e["cat"] == "thread") {
       ++threads;
     } else if (ph == "C") {
