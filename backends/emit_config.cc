@@ -56,6 +56,13 @@ Status EmitterConfig::validate() const {
   return Status::Ok();
 }
 
+Status EmitterConfig::validate_out_of_line(const char* arch) const {
+  if (!uses_cache() || range_first)
+    return make_error(ErrorCode::kInvalidArgument,
+                      std::string(arch) + " barrier " + name() + ": the out-of-line form needs a cache compared first");
+  return Status::Ok();
+}
+
 std::string EmitterConfig::name() const {
   std::string s = cache_location_name(cache);
   s += '/';

@@ -69,6 +69,9 @@ struct EmitterConfig {
   // Refuses combinations whose behaviour would differ from barrier_config()'s C++ policy.
   // Both emitters call it first.
   Status validate() const;
+  // The out-of-line form (a hit falls through, the miss path elsewhere) needs a cache compared
+  // first; `arch` names the emitter in the error.
+  Status validate_out_of_line(const char* arch) const;
 
   bool uses_cache() const noexcept { return cache != CacheLocation::kNone; }
   bool uses_thread() const noexcept { return cache == CacheLocation::kThreadField || count; }

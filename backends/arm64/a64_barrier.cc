@@ -266,12 +266,6 @@ Status check_all(const asmjit::BaseEmitter& e, const EmitterConfig& cfg, const B
   return Status::Ok();
 }
 
-Status check_split(const EmitterConfig& cfg) {
-  if (!cfg.uses_cache() || cfg.range_first)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "arm64 barrier " + cfg.name() + ": the out-of-line form needs a cache compared first");
-  return Status::Ok();
-}
 }  // namespace
 
 Status emit_access_barrier(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
@@ -283,14 +277,14 @@ Status emit_access_barrier(asmjit::BaseEmitter& e, const EmitterConfig& cfg, con
 Status emit_access_barrier_fast(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
                                 const A64BarrierRegs& regs, asmjit::Label slow) {
   if (Status s = check_all(e, cfg, desc, regs); !s) return s;
-  if (Status s = check_split(cfg); !s) return s;
+  if (Status s = cfg.validate_out_of_line("arm64"); !s) return s;
   return A64Barrier(*e.as<a64::Emitter>(), cfg, desc, regs).emit_fast(slow);
 }
 
 Status emit_access_barrier_slow(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
                                 const A64BarrierRegs& regs, asmjit::Label slow, asmjit::Label resume) {
   if (Status s = check_all(e, cfg, desc, regs); !s) return s;
-  if (Status s = check_split(cfg); !s) return s;
+  if (Status s = cfg.validate_out_of_line("arm64"); !s) return s;
   return A64Barrier(*e.as<a64::Emitter>(), cfg, desc, regs).emit_slow(slow, resume);
 }
 

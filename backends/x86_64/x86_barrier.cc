@@ -215,12 +215,6 @@ Status check_all(const asmjit::BaseEmitter& e, const EmitterConfig& cfg, const B
   return Status::Ok();
 }
 
-Status check_split(const EmitterConfig& cfg) {
-  if (!cfg.uses_cache() || cfg.range_first)
-    return make_error(ErrorCode::kInvalidArgument, "x86_64 barrier " + cfg.name() +
-                                                       ": the out-of-line form needs a cache compared first");
-  return Status::Ok();
-}
 }  // namespace
 
 Status emit_access_barrier(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
@@ -232,14 +226,14 @@ Status emit_access_barrier(asmjit::BaseEmitter& e, const EmitterConfig& cfg, con
 Status emit_access_barrier_fast(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
                                 const X86BarrierRegs& regs, asmjit::Label slow) {
   if (Status s = check_all(e, cfg, desc, regs); !s) return s;
-  if (Status s = check_split(cfg); !s) return s;
+  if (Status s = cfg.validate_out_of_line("x86_64"); !s) return s;
   return X86Barrier(*e.as<x86::Emitter>(), cfg, desc, regs).emit_fast(slow);
 }
 
 Status emit_access_barrier_slow(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
                                 const X86BarrierRegs& regs, asmjit::Label slow, asmjit::Label resume) {
   if (Status s = check_all(e, cfg, desc, regs); !s) return s;
-  if (Status s = check_split(cfg); !s) return s;
+  if (Status s = cfg.validate_out_of_line("x86_64"); !s) return s;
   return X86Barrier(*e.as<x86::Emitter>(), cfg, desc, regs).emit_slow(slow, resume);
 }
 
