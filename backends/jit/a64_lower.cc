@@ -111,9 +111,17 @@ class A64Lower {
     else def_tag(dst, kind(r));
   }
 
+  // Every runtime call goes through here. asmjit's a64 calling convention (Debian's
+  // 0.0~git20221210) lists x30 among the registers a callee preserves, while its allocator hands
+  // x30 out like any other register; but `blr` itself writes the return address to x30, so a
+  // value the allocator kept in x30 across a call came back as a code address (the "index
+  // 365131798232 out of bounds" of generated program seed 1). Marking x30 clobbered by this
+  // call makes the allocator spill or move whatever it kept there.
   InvokeNode* call_runtime(const void* fn, const FuncSignature& sig) {
     InvokeNode* call = nullptr;
     cc_.invoke(&call, imm_reg(reinterpret_cast<std::uint64_t>(fn)), sig);
+    CallConv& conv = call->detail()._callConv;
+    conv.setPreservedRegs(RegGroup::kGp, conv.preservedRegs(RegGroup::kGp) & ~Support::bitMask(a64::Gp::kIdLr));
     return call;
   }
 

@@ -11,7 +11,6 @@
 #include <asmjit/core.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <mutex>
 
 namespace objprof::backends::jit {
@@ -25,13 +24,8 @@ struct Jit::Impl {
 };
 
 bool jit_supported() {
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__aarch64__)
   return true;
-#elif defined(__aarch64__)
-  // The a64::Compiler lowering (a64_lower.cc) is off by default until its differential tests
-  // pass under qemu; OBJPROF_JIT_ARM64=1 turns it on to run them.
-  static const bool on = std::getenv("OBJPROF_JIT_ARM64") != nullptr;
-  return on;
 #else
   return false;
 #endif

@@ -5,8 +5,8 @@
 //   auto jit = backends::jit::make_jit({});
 //   sim::InterpOptions io; io.jit = jit;   // functions the JIT declines stay interpreted
 //
-// Supported: x86_64 (x86::Compiler). On other architectures every function is declined with
-// "unsupported on this arch" and runs in the interpreter (mixed mode).
+// Supported: x86_64 (x86::Compiler) and arm64 (a64::Compiler). On other architectures every
+// function is declined with "unsupported on this arch" and runs in the interpreter (mixed mode).
 #pragma once
 
 #include "backends/emit_config.h"
@@ -38,7 +38,7 @@ struct JitStats {
   std::string listing;  // with keep_listing
 };
 
-// True when this build can compile (x86_64).
+// True when this build can compile (x86_64, arm64).
 bool jit_supported();
 
 class Jit;
