@@ -380,6 +380,14 @@ void A64Lower::lower(std::uint32_t pc, const DecodedInstr& d) {
       runtime_call(pc, &sim::rt::call, d.src->may_gc, d.args, d.dst);
       break;
     case Opcode::kSafepoint: {
+      // Inline poll: the heap's stop flag (one byte, nonzero while a collector waits for the
+      // mutators to park) with acquire, like Heap::safepoint(); only then the runtime call with
+      // its spills and reloads. The flag's address is an immediate: the heap outlives the code.
+      Label done = cc_.newLabel();
+      a64::Gp flag = imm_reg(reinterpret_cast<std::uint64_t>(&in_.request->heap->stop_flag()));
+      a64::Gp stop = cc_.newUInt32("stop");
+      cc_.ldarb(stop, arm::ptr(flag));
+      cc_.cbz(stop, done);
       spill_refs();
       cache_to_thread();
       InvokeNode* call = call_runtime(reinterpret_cast<const void*>(&sim::rt::safepoint),
@@ -387,6 +395,7 @@ void A64Lower::lower(std::uint32_t pc, const DecodedInstr& d) {
       call->setArg(0, T_);
       cache_from_thread();
       reload_refs();
+      cc_.bind(done);
       break;
     }
     case Opcode::kGoto:
