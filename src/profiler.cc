@@ -27,9 +27,11 @@ namespace internal {
 // What one collector thread logs during a GC cycle.
 struct CollectorLocal {
   std::unique_ptr<EventBuffer> buffer;
+  // Only events the stale tracker's region filter lets through (may concern a record).
   std::vector<MoveLog> moves;
   std::vector<RangeMoveLog> ranges;
   std::vector<Address> frees;
+  std::uint64_t moves_seen = 0, frees_seen = 0;  // every event, for ProfilerStats
 };
 
 struct ProfilerState {
@@ -352,7 +354,7 @@ Status Profiler::gc_begin(GcKind kind) {
       t->reset_cache();
     }
   }
-  st.tracker.merge_pending();
+  st.tracker.build_filter();
   st.bytes_at_gc = bytes;
   std::lock_guard<std::mutex> lock(st.control_mutex);
   if (st.control) {
@@ -406,19 +408,22 @@ EventBuffer* collector_buffer(ProfilerState& st, internal::CollectorLocal& local
 void Profiler::on_move(Address from, Address to) {
   auto& local = collector_local(*state_);
   if (EventBuffer* b = collector_buffer(*state_, local)) b->move(from, to);
-  local.moves.push_back({from, to});
+  ++local.moves_seen;
+  if (state_->tracker.may_hold(from)) local.moves.push_back({from, to});
 }
 
 void Profiler::on_move_range(Address from, Address to, std::uint64_t bytes) {
   auto& local = collector_local(*state_);
   if (EventBuffer* b = collector_buffer(*state_, local)) b->move_range(from, to, bytes);
-  local.ranges.push_back({from, to, bytes});
+  ++local.moves_seen;
+  local.ranges.push_back({from, to, bytes});  // few, and a range may cover many regions
 }
 
 void Profiler::on_free(Address addr) {
   auto& local = collector_local(*state_);
   if (EventBuffer* b = collector_buffer(*state_, local)) b->free(addr);
-  local.frees.push_back(addr);
+  ++local.frees_seen;
+  if (state_->tracker.may_hold(addr)) local.frees.push_back(addr);
 }
 
 Status Profiler::gc_end() {
@@ -440,9 +445,10 @@ Status Profiler::gc_end() {
     local.moves.clear();
     local.ranges.clear();
     local.frees.clear();
+    st.moves += local.moves_seen;
+    st.frees += local.frees_seen;
+    local.moves_seen = local.frees_seen = 0;
   }
-  st.moves += moves.size() + ranges.size();
-  st.frees += frees.size();
   st.tracker.apply(moves, ranges, frees);
 
   std::vector<std::pair<Address, internal::TrackedRecord*>> fresh;

@@ -15,11 +15,38 @@ std::uint64_t slot_of(std::uint32_t granule, std::uint64_t mask) noexcept {
 void StaleTracker::set_spaces(std::vector<HeapSpace> spaces) {
   spaces_ = std::move(spaces);
   tables_.assign(spaces_.size(), {});
-  staged_.assign(spaces_.size(), {});
   index_.assign(spaces_.size(), {});
   mask_.assign(spaces_.size(), 0);
   new_addr_.assign(spaces_.size(), {});
   next_.assign(spaces_.size(), {});
+  filter_.assign(spaces_.size(), {});
+  filter_set_.assign(spaces_.size(), {});
+  region_shift_.assign(spaces_.size(), kMinRegionShift);
+  for (std::size_t s = 0; s < spaces_.size(); ++s) {
+    const std::uint64_t bytes = spaces_[s].size();
+    region_shift_[s] = std::max(region_shift_[s], spaces_[s].log2_alignment());
+    while ((bytes >> region_shift_[s]) > kMaxRegions) ++region_shift_[s];
+  }
+  filter_empty_ = true;
+}
+
+void StaleTracker::build_filter() {
+  filter_empty_ = true;
+  for (std::size_t s = 0; s < spaces_.size(); ++s) {
+    std::vector<std::uint64_t>& f = filter_[s];
+    for (std::uint32_t w : filter_set_[s]) f[w] = 0;
+    filter_set_[s].clear();
+    if (tables_[s].empty()) continue;
+    filter_empty_ = false;
+    if (f.empty()) f.assign(((spaces_[s].size() >> region_shift_[s]) >> 6) + 1, 0);
+    const unsigned shift = region_shift_[s] - spaces_[s].log2_alignment();
+    for (const TrackedRecord& r : tables_[s]) {
+      const std::uint64_t region = std::uint64_t{r.granule} >> shift;
+      std::uint64_t& word = f[region >> 6];
+      if (word == 0) filter_set_[s].push_back(static_cast<std::uint32_t>(region >> 6));
+      word |= std::uint64_t{1} << (region & 63);
+    }
+  }
 }
 
 int StaleTracker::space_of(Address a) const noexcept {
@@ -32,18 +59,11 @@ bool StaleTracker::add(const PendingTracked& p) {
   const int s = space_of(p.addr);
   if (s < 0) return false;
   const HeapSpace& sp = spaces_[static_cast<std::size_t>(s)];
-  staged_[static_cast<std::size_t>(s)].push_back(
+  // Appended after the older records, so a duplicate granule keeps the newer one at apply();
+  // the table keeps its capacity from GC to GC, so steady-state adds do not allocate.
+  tables_[static_cast<std::size_t>(s)].push_back(
       TrackedRecord{static_cast<std::uint32_t>(sp.granule_of(p.addr)), p.site_type, p.size_granules & kSizeMask, p.birth_epoch});
   return true;
-}
-
-void StaleTracker::merge_pending() {
-  // Appended after the older records, so a duplicate granule keeps the newer one at apply().
-  for (std::size_t s = 0; s < tables_.size(); ++s) {
-    if (staged_[s].empty()) continue;
-    tables_[s].insert(tables_[s].end(), staged_[s].begin(), staged_[s].end());
-    std::vector<TrackedRecord>().swap(staged_[s]);  // staging is transient: give its memory back
-  }
 }
 
 void StaleTracker::apply_bits(std::size_t space, const BitmapSnapshot& bits, std::uint32_t epoch) {
@@ -180,14 +200,12 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const MoveLog> moves, st
 std::uint64_t StaleTracker::live() const noexcept {
   std::uint64_t n = 0;
   for (const auto& t : tables_) n += t.size();
-  for (const auto& t : staged_) n += t.size();
   return n;
 }
 
 std::uint64_t StaleTracker::bytes() const noexcept {
   std::uint64_t n = 0;
   for (const auto& t : tables_) n += t.capacity() * sizeof(TrackedRecord);
-  for (const auto& t : staged_) n += t.capacity() * sizeof(TrackedRecord);
   return n;
 }
 

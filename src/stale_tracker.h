@@ -38,10 +38,13 @@ class StaleTracker {
   void set_spaces(std::vector<HeapSpace> spaces);
   // Largest granule index a record can hold; spaces above it are rejected at add_space.
   static constexpr std::uint64_t kMaxGranules = 0xFFFF'FFFFull;
+  // Region filter geometry: 512-byte regions, at most 2^24 regions (2 MiB of bits) per space.
+  static constexpr unsigned kMinRegionShift = 9;
+  static constexpr std::uint64_t kMaxRegions = std::uint64_t{1} << 24;
 
-  // Returns false if addr is in no space (the object is then not tracked).
+  // Returns false if addr is in no space (the object is then not tracked). Called at gc_begin
+  // with the epoch's new objects, before build_filter.
   bool add(const PendingTracked& p);
-  void merge_pending();
   // last_access = epoch for every record whose granule is marked in `bits` (space index i).
   void apply_bits(std::size_t space, const BitmapSnapshot& bits, std::uint32_t epoch);
   struct ApplyResult { std::uint64_t freed = 0, moved = 0, left_spaces = 0, conflicts = 0; };
@@ -51,6 +54,24 @@ class StaleTracker {
   // as a conflict (at the GC that finds it).
   ApplyResult apply(std::span<const MoveLog> moves, std::span<const RangeMoveLog> ranges,
                     std::span<const Address> frees);
+
+  // The region filter: one bit per region of each space (512 bytes, coarser for spaces over
+  // 8 GiB so a filter stays at most 2 MiB), set where a record starts. Built at gc_begin, after
+  // the epoch's adds, from the records at their pre-GC addresses; the GC's moves and frees are
+  // reported at pre-GC addresses too, so an event whose region bit is clear concerns no record
+  // and the collector hooks drop it with one bit test instead of logging it for apply().
+  void build_filter();
+  // False only if no record starts at `a` (until the next apply()).
+  bool may_hold(Address a) const noexcept {
+    if (filter_empty_) return false;
+    for (std::size_t s = 0; s < spaces_.size(); ++s) {
+      const Address off = a - spaces_[s].begin();
+      if (off >= spaces_[s].size()) continue;
+      const std::uint64_t r = off >> region_shift_[s];
+      return (filter_[s][r >> 6] >> (r & 63)) & 1;
+    }
+    return false;
+  }
 
   // Calls fn(addr, record&) for every record that is stale at `epoch` with threshold k.
   template <class Fn>
@@ -75,13 +96,18 @@ class StaleTracker {
 
   std::vector<HeapSpace> spaces_;
   std::vector<std::vector<TrackedRecord>> tables_;
-  std::vector<std::vector<TrackedRecord>> staged_;  // merged at the next merge_pending
   // Scratch reused by every apply(), so a GC allocates nothing in the steady state.
   // index_[s]: slots of (granule << 32 | record index + 1), 0 = empty; mask_[s] = size - 1.
   std::vector<std::vector<std::uint64_t>> index_;
   std::vector<std::uint64_t> mask_;
   std::vector<std::vector<Address>> new_addr_;
   std::vector<std::vector<TrackedRecord>> next_;
+  // The region filter (build_filter): words allocated on first use; filter_set_[s] lists the
+  // words set by the last build, so a rebuild clears only those (O(records), not O(heap)).
+  std::vector<std::vector<std::uint64_t>> filter_;
+  std::vector<std::vector<std::uint32_t>> filter_set_;
+  std::vector<unsigned> region_shift_;
+  bool filter_empty_ = true;
 };
 
 }  // namespace objprof::internal
