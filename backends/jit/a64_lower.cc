@@ -174,6 +174,15 @@ class A64Lower {
 
   void barrier(ir::Reg r, bool kept) {
     if (!kept || !in_.barriers) return;
+    // JitOptions::code_ranges: labels around the sequence, resolved to addresses once placed.
+    // Only then, so normal compiles keep their blocks exactly as before.
+    Label begin, end;
+    if (in_.code_ranges) {
+      begin = cc_.newLabel();
+      end = cc_.newLabel();
+      cc_.bind(begin);
+      barrier_marks_.push_back({begin, end, pc_});
+    }
     A64BarrierRegs regs;
     regs.obj = v_[r];
     regs.thread = TS_;
@@ -182,6 +191,7 @@ class A64Lower {
     for (auto& g : regs.scratch) g = cc_.newUInt64("bs");
     if (Status s = emit_access_barrier(cc_, in_.barrier, *in_.request->desc, regs); !s && barrier_error_.empty())
       barrier_error_ = s.error().message;
+    if (in_.code_ranges) cc_.bind(end);
   }
   bool pinned() const { return in_.barriers && in_.barrier.cache == CacheLocation::kPinnedRegister; }
   A64BarrierRegs cache_regs() const {
@@ -214,6 +224,12 @@ class A64Lower {
   std::vector<a64::Gp> v_, t_;
   std::vector<Label> labels_, fail_;
   Label exit_error_;
+  std::uint32_t pc_ = 0;  // the instruction being lowered
+  struct BarrierMark {
+    Label begin, end;
+    std::uint32_t pc;
+  };
+  std::vector<BarrierMark> barrier_marks_;  // with in_.code_ranges
 };
 
 void A64Lower::lower_binary(std::uint32_t pc, const DecodedInstr& d) {
@@ -489,6 +505,7 @@ Lowered A64Lower::run() {
 
   for (std::uint32_t pc = 0; pc < code_.size(); ++pc) {
     if (labels_[pc].isValid()) cc_.bind(labels_[pc]);
+    pc_ = pc;
     lower(pc, code_[pc]);
     if (errors.first != kErrorOk || !barrier_error_.empty()) break;
   }
@@ -528,6 +545,13 @@ Lowered A64Lower::run() {
   }
   out.entry = fn;
   out.code_bytes = holder_.codeSize();
+  if (in_.code_ranges) {
+    // The function is one text section placed at `fn`, so a label's offset is from there.
+    const auto base = reinterpret_cast<std::uint64_t>(fn);
+    for (const BarrierMark& m : barrier_marks_)
+      in_.code_ranges->push_back({CodeRange::Kind::kBarrier, base + holder_.labelOffset(m.begin),
+                                  base + holder_.labelOffset(m.end), f_.name, m.pc});
+  }
   if (in_.listing) {
     *in_.listing += fmt::format("; {}\n", f_.name);
     in_.listing->append(logger.data(), logger.dataSize());

@@ -66,6 +66,7 @@ std::vector<sim::CompiledFunction> Jit::compile(const sim::CompileRequest& req) 
   in.barrier.bounds = BoundsSource::kImmediate;
   in.runtime = &impl_->runtime;
   in.listing = impl_->options.keep_listing ? &impl_->stats.listing : nullptr;
+  in.code_ranges = impl_->options.code_ranges;
   const auto& skip = impl_->options.interpret;
   for (std::uint32_t fi = 0; fi < out.size(); ++fi) {
     const std::string& name = req.functions[fi].ir->name;
@@ -83,6 +84,10 @@ std::vector<sim::CompiledFunction> Jit::compile(const sim::CompileRequest& req) 
       out[fi].entry = l.entry;
       out[fi].reason = l.error;
       impl_->stats.code_bytes += l.code_bytes;
+      if (l.entry && in.code_ranges) {
+        const auto begin = reinterpret_cast<std::uint64_t>(l.entry);
+        in.code_ranges->push_back({CodeRange::Kind::kFunction, begin, begin + l.code_bytes, name, 0});
+      }
     }
     if (out[fi].entry) ++impl_->stats.compiled;
     else ++impl_->stats.interpreted;

@@ -19,6 +19,17 @@
 
 namespace objprof::backends::jit {
 
+// Where compiled code lies, for tools that attribute executed instructions to it (the arm64
+// instruction-count ladder, tools/jit_insn_ladder.cc): a whole function, or one emitted barrier
+// sequence (inline, so one range per kept site). Addresses are absolute, [begin, end).
+struct CodeRange {
+  enum class Kind : std::uint8_t { kFunction, kBarrier };
+  Kind kind = Kind::kFunction;
+  std::uint64_t begin = 0, end = 0;
+  std::string function;
+  std::uint32_t pc = 0;  // kBarrier: the decoded instruction whose operand it checks
+};
+
 struct JitOptions {
   // false: emit no access barrier at all (the "no barriers" baseline of the benchmark ladder;
   // the profile is then empty). true: a barrier at every access the elimination pass kept.
@@ -30,6 +41,10 @@ struct JitOptions {
   std::vector<std::string> interpret;
   // Keep asmjit's listing of every compiled function (see JitStats::listing).
   bool keep_listing = false;
+  // When set, every compile() appends the range of each compiled function and, on arm64, of
+  // each barrier sequence it emitted (x86_64 records functions only). The vector must outlive
+  // the generator's compiles; null (the default) costs nothing.
+  std::vector<CodeRange>* code_ranges = nullptr;
 };
 
 struct JitStats {

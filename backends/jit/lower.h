@@ -2,6 +2,7 @@
 // the JIT driver (jit.cc) with everything decided up front.
 #pragma once
 
+#include "jit.h"
 #include "kinds.h"
 
 #include "backends/emit_config.h"
@@ -29,6 +30,9 @@ struct LowerInput {
   EmitterConfig barrier;                      // the run's variant (backends/emit_config.h)
   asmjit::JitRuntime* runtime = nullptr;
   std::string* listing = nullptr;             // appended when non-null
+  // JitOptions::code_ranges: a lowering that supports it appends one kBarrier range per barrier
+  // it emits (the driver adds the function's range).
+  std::vector<CodeRange>* code_ranges = nullptr;
 };
 
 struct Lowered {
