@@ -347,8 +347,7 @@ Status Profiler::gc_begin(GcKind kind) {
       // Mutators are stopped: their buffers go out now, so every alloc of this epoch precedes
       // the gc-begin record in the file.
       if (EventBuffer* b = t->buffer()) b->flush();
-      for (const auto& p : t->pending_tracked())
-        if (st.tracker.add(p)) st.objects_tracked.fetch_add(1, std::memory_order_relaxed);
+      st.objects_tracked.fetch_add(st.tracker.add(t->pending_tracked()), std::memory_order_relaxed);
       t->pending_tracked().clear();
       bytes += t->allocated_bytes.load(std::memory_order_relaxed);
       t->reset_cache();

@@ -55,15 +55,21 @@ int StaleTracker::space_of(Address a) const noexcept {
   return -1;
 }
 
-bool StaleTracker::add(const PendingTracked& p) {
-  const int s = space_of(p.addr);
-  if (s < 0) return false;
-  const HeapSpace& sp = spaces_[static_cast<std::size_t>(s)];
+std::uint64_t StaleTracker::add(std::span<const PendingTracked> objects) {
+  std::uint64_t added = 0;
   // Appended after the older records, so a duplicate granule keeps the newer one at apply();
-  // the table keeps its capacity from GC to GC, so steady-state adds do not allocate.
-  tables_[static_cast<std::size_t>(s)].push_back(
-      TrackedRecord{static_cast<std::uint32_t>(sp.granule_of(p.addr)), p.site_type, p.size_granules & kSizeMask, p.birth_epoch});
-  return true;
+  // the tables keep their capacity from GC to GC, so steady-state adds do not allocate.
+  for (const PendingTracked& p : objects) {
+    for (std::size_t s = 0; s < spaces_.size(); ++s) {
+      const Address off = p.addr - spaces_[s].begin();
+      if (off >= spaces_[s].size()) continue;
+      tables_[s].push_back(TrackedRecord{static_cast<std::uint32_t>(off >> spaces_[s].log2_alignment()), p.site_type,
+                                         p.size_granules & kSizeMask, p.birth_epoch});
+      ++added;
+      break;
+    }
+  }
+  return added;
 }
 
 void StaleTracker::apply_bits(std::size_t space, const BitmapSnapshot& bits, std::uint32_t epoch) {

@@ -42,9 +42,9 @@ class StaleTracker {
   static constexpr unsigned kMinRegionShift = 9;
   static constexpr std::uint64_t kMaxRegions = std::uint64_t{1} << 24;
 
-  // Returns false if addr is in no space (the object is then not tracked). Called at gc_begin
-  // with the epoch's new objects, before build_filter.
-  bool add(const PendingTracked& p);
+  // Adds the epoch's new objects (at gc_begin, before build_filter) and returns how many are
+  // tracked: an object in no space is not.
+  std::uint64_t add(std::span<const PendingTracked> objects);
   // last_access = epoch for every record whose granule is marked in `bits` (space index i).
   void apply_bits(std::size_t space, const BitmapSnapshot& bits, std::uint32_t epoch);
   struct ApplyResult { std::uint64_t freed = 0, moved = 0, left_spaces = 0, conflicts = 0; };
