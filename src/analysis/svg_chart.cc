@@ -94,6 +94,15 @@ void legend(std::string& out, const std::vector<Series>& series) {
                    kW - kRight + 12, kTop + 4 + 18.0 * static_cast<double>(shown) + 9, series.size() - shown);
 }
 
+// The axes' lines, the legend and the end of the document: how every chart finishes.
+void close_chart(std::string& out, const std::vector<Series>& series) {
+  fmt::format_to(std::back_inserter(out), R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#333333"/>)"
+                 R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#333333"/>)" "\n",
+                 kLeft, kTop, kLeft, kH - kBottom, kLeft, kH - kBottom, kW - kRight, kH - kBottom);
+  legend(out, series);
+  out += "</svg>\n";
+}
+
 void empty_note(std::string& out) {
   fmt::format_to(std::back_inserter(out),
                  R"(<text x="{}" y="{}" font-size="13" font-family="sans-serif" text-anchor="middle" fill="#888888">no data</text>)",
@@ -143,11 +152,7 @@ std::string stacked_area_chart(const std::string& title, const std::vector<doubl
       base.swap(upper);
     }
   }
-  fmt::format_to(std::back_inserter(out), R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#333333"/>)"
-                 R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#333333"/>)" "\n",
-                 kLeft, kTop, kLeft, kH - kBottom, kLeft, kH - kBottom, kW - kRight, kH - kBottom);
-  legend(out, series);
-  out += "</svg>\n";
+  close_chart(out, series);
   return out;
 }
 
@@ -186,11 +191,7 @@ std::string bar_chart(const std::string& title, const std::vector<std::string>& 
                        gx + group_w / 2, kH - kBottom + 14, xml_escape(categories[c]));
     }
   }
-  fmt::format_to(std::back_inserter(out), R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#333333"/>)"
-                 R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#333333"/>)" "\n",
-                 kLeft, kTop, kLeft, kH - kBottom, kLeft, kH - kBottom, kW - kRight, kH - kBottom);
-  legend(out, series);
-  out += "</svg>\n";
+  close_chart(out, series);
   return out;
 }
 
