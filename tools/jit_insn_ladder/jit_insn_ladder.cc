@@ -1,0 +1,191 @@
+// jit_insn_ladder: one rung of the paper's Fig. 6 ladder on JIT code, run once, for counting
+// executed instructions under qemu (scripts/arm64_insn_ladder.sh; docs/jit.md, "The arm64
+// instruction-count ladder"). qemu's timing is not meaningful, so the script counts the
+// instructions qemu executes and bins their addresses with the ranges this program writes.
+//
+//   jit_insn_ladder run WORKLOAD RUNG [--size N] [--threads N] --ranges FILE
+//       compiles WORKLOAD with the rung's barrier, runs main once and writes FILE: one line per
+//       compiled function ("function BEGIN END NAME") and per emitted barrier sequence
+//       ("barrier BEGIN END NAME PC"), addresses as 16 hex digits, [BEGIN, END).
+//   jit_insn_ladder stats WORKLOAD [--size N] [--threads N]
+//       runs WORKLOAD interpreted (compiled code counts nothing) and prints, per rung, the object
+//       accesses and the barriers executed: "RUNG ACCESSES BARRIERS".
+//
+// Rungs as in bench/bench_jit_ladder.cc: no-barriers (profiler attached, no barrier emitted),
+// none (every site, no cache), caching (every site, cache in the thread field), elim (global
+// pass, no cache), all (global pass and cache), all-pinned (global pass, cache in a register).
+// Racy marks, no counters, semispace heap at the workload's `; @heap` default, like the bench.
+#include "backends/jit/jit.h"
+#include "sim/heap.h"
+#include "sim/interp.h"
+#include "sim/workloads.h"
+
+#include <objprof/objprof.h>
+
+#include <fmt/core.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace objprof;
+
+struct Rung {
+  const char* name;
+  bool barriers;
+  ir::PassKind pass;
+  bool cache;
+  bool pinned;
+};
+const Rung kRungs[] = {
+    {"no-barriers", false, ir::PassKind::kNone, false, false},
+    {"none", true, ir::PassKind::kNone, false, false},
+    {"caching", true, ir::PassKind::kNone, true, false},
+    {"elim", true, ir::PassKind::kGlobal, false, false},
+    {"all", true, ir::PassKind::kGlobal, true, false},
+    {"all-pinned", true, ir::PassKind::kGlobal, true, true},
+};
+
+[[noreturn]] void die(const std::string& message) {
+  std::fprintf(stderr, "jit_insn_ladder: %s\n", message.c_str());
+  std::exit(2);
+}
+
+const Rung& find_rung(const std::string& name) {
+  for (const Rung& r : kRungs)
+    if (name == r.name) return r;
+  std::string known;
+  for (const Rung& r : kRungs) known += std::string(known.empty() ? "" : ", ") + r.name;
+  die(fmt::format("unknown rung '{}' (one of: {})", name, known));
+}
+
+struct Outcome {
+  std::int64_t result = 0;
+  std::uint64_t gcs = 0;
+  sim::InterpStats stats;
+  std::vector<std::string> interpreted;  // functions the JIT declined
+};
+
+// One run of `main` with the rung's barrier; `code_ranges` non-null: compiled, ranges recorded.
+Outcome run_once(const sim::LoadedWorkload& wl, std::uint64_t size, std::uint32_t threads, const Rung& rung,
+                 std::vector<backends::jit::CodeRange>* code_ranges) {
+  ProfilerOptions po;
+  po.default_leak_printer = false;
+  po.on_leak = {};
+  auto prof = Profiler::create(std::move(po));
+  if (!prof.ok()) die(prof.error().message);
+  auto heap_bytes = sim::parse_size(wl.default_heap.empty() ? "8M" : wl.default_heap);
+  if (!heap_bytes.ok()) die(heap_bytes.error().message);
+  sim::HeapOptions ho;
+  ho.heap_bytes = *heap_bytes;
+  ho.gc = sim::GcPolicy::kSemiSpace;
+  auto heap = sim::Heap::create(ho, prof->get());
+  if (!heap.ok()) die(heap.error().message);
+  sim::InterpOptions io;
+  io.pass = rung.pass;
+  io.barrier = BarrierConfig{rung.cache, MarkMode::kRacy, false};
+  io.size = size;
+  io.threads = threads;
+  if (code_ranges) {
+    backends::jit::JitOptions jo;
+    jo.barriers = rung.barriers;
+    jo.cache = rung.pinned ? backends::CacheLocation::kPinnedRegister : backends::CacheLocation::kThreadField;
+    jo.code_ranges = code_ranges;
+    io.jit = backends::jit::make_jit(jo);
+  }
+  auto interp = sim::Interpreter::create(wl.module, **heap, prof->get(), io);
+  if (!interp.ok()) die(interp.error().message);
+  Outcome out;
+  for (const auto& mode : (*interp)->function_modes())
+    if (!mode.compiled) out.interpreted.push_back(mode.name + ": " + mode.reason);
+  auto r = (*interp)->run("main");
+  if (!r.ok()) die(r.error().message);
+  out.result = *r;
+  out.gcs = (*heap)->stats().gcs;
+  out.stats = (*interp)->stats();
+  return out;
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: jit_insn_ladder run WORKLOAD RUNG [--size N] [--threads N] --ranges FILE\n"
+               "       jit_insn_ladder stats WORKLOAD [--size N] [--threads N]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) return usage();
+  const std::string mode = argv[1], workload = argv[2];
+  std::string rung_name, ranges_path;
+  std::uint64_t size = 0;
+  std::uint32_t threads = 1;
+  int i = 3;
+  if (mode == "run") {
+    if (argc < 4) return usage();
+    rung_name = argv[3];
+    i = 4;
+  } else if (mode != "stats") {
+    return usage();
+  }
+  for (; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--size" && i + 1 < argc) {
+      char* end = nullptr;
+      size = std::strtoull(argv[++i], &end, 10);
+      if (*end != '\0' || size == 0) die(fmt::format("--size wants a positive integer, got '{}'", argv[i]));
+    } else if (a == "--threads" && i + 1 < argc) {
+      char* end = nullptr;
+      const unsigned long n = std::strtoul(argv[++i], &end, 10);
+      if (*end != '\0' || n == 0 || n > 64) die(fmt::format("--threads wants 1..64, got '{}'", argv[i]));
+      threads = static_cast<std::uint32_t>(n);
+    } else if (a == "--ranges" && i + 1 < argc) {
+      ranges_path = argv[++i];
+    } else {
+      die(fmt::format("unexpected argument '{}'", a));
+    }
+  }
+  auto wl = sim::load_workload(workload);
+  if (!wl.ok()) die(wl.error().message);
+  if (size == 0) size = wl->default_size;
+  if (size == 0) die("--size is required: the workload declares no default");
+
+  if (mode == "stats") {
+    for (const Rung& rung : kRungs) {
+      const Outcome o = run_once(*wl, size, threads, rung, nullptr);
+      std::printf("%s %llu %llu\n", rung.name, static_cast<unsigned long long>(o.stats.accesses),
+                  static_cast<unsigned long long>(rung.barriers ? o.stats.barriers_executed : 0));
+    }
+    return 0;
+  }
+
+  const Rung& rung = find_rung(rung_name);
+  if (ranges_path.empty()) die("run needs --ranges FILE");
+  if (!backends::jit::jit_supported()) die("the JIT is unsupported on this arch");
+  std::vector<backends::jit::CodeRange> ranges;
+  const Outcome o = run_once(*wl, size, threads, rung, &ranges);
+  // A function left to the interpreter would count as "other": the ladder measures compiled code.
+  if (!o.interpreted.empty()) die("not every function was compiled: " + o.interpreted.front());
+  std::FILE* f = std::fopen(ranges_path.c_str(), "w");
+  if (!f) die(fmt::format("cannot write {}: {}", ranges_path, std::strerror(errno)));
+  for (const auto& r : ranges) {
+    if (r.kind == backends::jit::CodeRange::Kind::kFunction)
+      std::fprintf(f, "function %016llx %016llx %s\n", static_cast<unsigned long long>(r.begin),
+                   static_cast<unsigned long long>(r.end), r.function.c_str());
+    else
+      std::fprintf(f, "barrier %016llx %016llx %s %u\n", static_cast<unsigned long long>(r.begin),
+                   static_cast<unsigned long long>(r.end), r.function.c_str(), r.pc);
+  }
+  if (std::fclose(f) != 0) die(fmt::format("cannot write {}", ranges_path));
+  std::printf("%s %s size %llu result %lld gcs %llu\n", workload.c_str(), rung.name,
+              static_cast<unsigned long long>(size), static_cast<long long>(o.result),
+              static_cast<unsigned long long>(o.gcs));
+  return 0;
+}
