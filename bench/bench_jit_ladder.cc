@@ -60,5 +60,5 @@ void register_all() {
 
 int main(int argc, char** argv) {
   return objprof::bench::run_benchmarks(
-      argc, argv, register_all, {{"jit-ladder", "no-barriers", {"none", "caching", "elim", "all", "all-pinned"}, false, "process CPU"}});
+      argc, argv, register_all, {{"jit-ladder", "no-barriers", {"none", "caching", "elim", "all", "all-pinned"}, false, "process CPU", "min"}});
 }

@@ -3,8 +3,8 @@
 // Targets in issues are ratios ("All within 1.05x of no barriers"), and a ratio is only
 // meaningful when both sides were measured in the same run on the same machine state. A
 // RatioTable names a baseline rung; benchmarks named "<prefix>/<group>/<rung>" are collected as
-// they are reported (the median aggregate when --benchmark_repetitions is used, else the single
-// run) and, after all benchmarks ran, one table per prefix prints each rung's real time divided
+// they are reported (with --benchmark_repetitions, the table's aggregate, the median unless it
+// names another such as "min"; else the single run) and, after all benchmarks ran, one table per prefix prints each rung's real time divided
 // by its group's baseline, plus the geometric mean over groups.
 #pragma once
 
@@ -25,6 +25,9 @@ struct RatioTable {
   std::vector<std::string> rungs;     // column order
   bool cpu_time = false;              // compare CPU time instead of real (or manual) time
   std::string time_name{};            // what the compared time is, for the title; default real/CPU
+  // Which repetition aggregate to compare. "min" (registered by the benchmark with
+  // ComputeStatistics) suits whole-program runs on a VM, whose noise only ever adds time.
+  std::string aggregate = "median";
 };
 
 class RatioReporter : public benchmark::ConsoleReporter {
@@ -34,16 +37,21 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
       if (r.error_occurred) continue;
-      const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
-      const bool single = r.run_type == Run::RT_Iteration && r.repetitions <= 1;
-      if (!median && !single) continue;
       std::string name = r.run_name.function_name;  // "<prefix>/<group>/<rung>"
       const auto first = name.find('/');
       const auto last = name.rfind('/');
       if (first == std::string::npos || first == last) continue;
       const std::string prefix = name.substr(0, first);
       bool cpu = false;
-      for (const RatioTable& table : tables_) cpu |= table.prefix == prefix && table.cpu_time;
+      std::string aggregate = "median";
+      for (const RatioTable& table : tables_)
+        if (table.prefix == prefix) {
+          cpu = table.cpu_time;
+          aggregate = table.aggregate;
+        }
+      const bool chosen = r.run_type == Run::RT_Aggregate && r.aggregate_name == aggregate;
+      const bool single = r.run_type == Run::RT_Iteration && r.repetitions <= 1;
+      if (!chosen && !single) continue;
       const double t = cpu ? r.GetAdjustedCPUTime() : r.GetAdjustedRealTime();
       times_[prefix][name.substr(first + 1, last - first - 1)][name.substr(last + 1)] = t;
     }
@@ -60,8 +68,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
     auto it = times_.find(table.prefix);
     if (it == times_.end()) return;
     const std::string what = !table.time_name.empty() ? table.time_name : table.cpu_time ? "CPU" : "real";
-    std::printf("\n%s: %s time relative to '%s', same run\n%-24s", table.prefix.c_str(), what.c_str(),
-                table.baseline.c_str(), "");
+    std::printf("\n%s: %s time relative to '%s', same run (%s of the repetitions)\n%-24s", table.prefix.c_str(),
+                what.c_str(), table.baseline.c_str(), table.aggregate.c_str(), "");
     for (const std::string& rung : table.rungs) std::printf(" %14s", rung.c_str());
     std::printf("\n");
     std::map<std::string, std::pair<double, int>> log_sum;  // rung -> (sum of log ratio, groups)

@@ -3,7 +3,9 @@
 // interpreter per iteration, one complete run of `main` timed, setup not.
 //
 // The time is the process CPU time the run consumed (manual time), not wall time, so that a
-// shared, loaded machine does not add its preemptions to one rung and not another. Racy
+// shared, loaded machine does not add its preemptions to one rung and not another. Each rung
+// also reports the minimum over repetitions ("min"), which the ladders' ratio tables compare:
+// on a VM even CPU time varies by 10-25 % between identical runs, and that noise only adds. Racy
 // marking, no counters, no trace file: the rungs differ only in the barrier. Semispace heaps at
 // the workloads' `; @heap` defaults (small, like the paper's minimum heaps), so GCs are frequent.
 #pragma once
@@ -19,6 +21,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -118,6 +121,7 @@ inline void register_ladder(const char* bench_name, const std::string& prefix, c
       benchmark::RegisterBenchmark((prefix + "/" + setup.name + "/" + rung.name).c_str(), run_ladder_rung, wl, setup,
                                    rung, make_generator)
           ->UseManualTime()
+          ->ComputeStatistics("min", [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); })
           ->Unit(benchmark::kMillisecond);
   }
 }
