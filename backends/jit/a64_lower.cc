@@ -174,24 +174,16 @@ class A64Lower {
 
   void barrier(ir::Reg r, bool kept) {
     if (!kept || !in_.barriers) return;
-    // JitOptions::code_ranges: labels around the sequence, resolved to addresses once placed.
-    // Only then, so normal compiles keep their blocks exactly as before.
-    Label begin, end;
-    if (in_.code_ranges) {
-      begin = cc_.newLabel();
-      end = cc_.newLabel();
-      cc_.bind(begin);
-      barrier_marks_.push_back({begin, end, pc_});
-    }
     A64BarrierRegs regs;
     regs.obj = v_[r];
     regs.thread = TS_;
-    regs.desc = a64::Gp();
+    regs.desc = desc_;
     regs.cache = pinned() ? cache_ : a64::Gp();
     for (auto& g : regs.scratch) g = cc_.newUInt64("bs");
-    if (Status s = emit_access_barrier(cc_, in_.barrier, *in_.request->desc, regs); !s && barrier_error_.empty())
-      barrier_error_ = s.error().message;
-    if (in_.code_ranges) cc_.bind(end);
+    marks_.around(cc_, pc_, [&] {
+      if (Status s = emit_access_barrier(cc_, in_.barrier, *in_.request->desc, regs); !s && barrier_error_.empty())
+        barrier_error_ = s.error().message;
+    });
   }
   bool pinned() const { return in_.barriers && in_.barrier.cache == CacheLocation::kPinnedRegister; }
   A64BarrierRegs cache_regs() const {
@@ -220,16 +212,16 @@ class A64Lower {
   CodeHolder holder_;
   a64::Compiler cc_;
   a64::Gp T_, R_, RET_, TS_, flags_, cache_;
+  // &BarrierDescriptor in a register for the whole method: on arm64 a 64-bit immediate takes up
+  // to four instructions, so the barrier loads its bounds and bitmap through this register
+  // (BoundsSource::kDescriptor, set by the driver) instead of materializing three addresses.
+  a64::Gp desc_;
   std::string barrier_error_;
   std::vector<a64::Gp> v_, t_;
   std::vector<Label> labels_, fail_;
   Label exit_error_;
   std::uint32_t pc_ = 0;  // the instruction being lowered
-  struct BarrierMark {
-    Label begin, end;
-    std::uint32_t pc;
-  };
-  std::vector<BarrierMark> barrier_marks_;  // with in_.code_ranges
+  BarrierMarks marks_{in_};
 };
 
 void A64Lower::lower_binary(std::uint32_t pc, const DecodedInstr& d) {
@@ -472,6 +464,10 @@ Lowered A64Lower::run() {
   flags_ = cc_.newUIntPtr("type_flags");
   mov_imm(flags_, reinterpret_cast<std::uint64_t>(in_.type_flags));
   exit_error_ = cc_.newLabel();
+  if (in_.barriers) {
+    desc_ = cc_.newUIntPtr("desc");
+    mov_imm(desc_, reinterpret_cast<std::uint64_t>(in_.request->desc));
+  }
   if (pinned()) {
     cache_ = cc_.newUIntPtr("cache");
     cache_from_thread();
@@ -545,13 +541,7 @@ Lowered A64Lower::run() {
   }
   out.entry = fn;
   out.code_bytes = holder_.codeSize();
-  if (in_.code_ranges) {
-    // The function is one text section placed at `fn`, so a label's offset is from there.
-    const auto base = reinterpret_cast<std::uint64_t>(fn);
-    for (const BarrierMark& m : barrier_marks_)
-      in_.code_ranges->push_back({CodeRange::Kind::kBarrier, base + holder_.labelOffset(m.begin),
-                                  base + holder_.labelOffset(m.end), f_.name, m.pc});
-  }
+  marks_.resolve(holder_, reinterpret_cast<const void*>(fn), f_.name);
   if (in_.listing) {
     *in_.listing += fmt::format("; {}\n", f_.name);
     in_.listing->append(logger.data(), logger.dataSize());

@@ -60,10 +60,16 @@ std::vector<sim::CompiledFunction> Jit::compile(const sim::CompileRequest& req) 
   in.kinds = &kinds;
   in.type_flags = flags.data();
   in.barriers = impl_->options.barriers && req.desc != nullptr;
-  // The run's C++ barrier, emitted inline; bounds baked in (the heap never moves), the bitmap
-  // pointer loaded from the descriptor (it is swapped at every GC).
+  // The run's C++ barrier, emitted inline; the bitmap pointer is loaded from the descriptor (it
+  // is swapped at every GC). x86_64 bakes the bounds in as immediates (the heap never moves);
+  // arm64 loads them through a register holding the descriptor's address, which is shorter
+  // than building two 64-bit immediates (a64_lower.cc).
   in.barrier = EmitterConfig::from(req.barrier, impl_->options.cache);
+#if defined(__aarch64__)
+  in.barrier.bounds = BoundsSource::kDescriptor;
+#else
   in.barrier.bounds = BoundsSource::kImmediate;
+#endif
   in.runtime = &impl_->runtime;
   in.listing = impl_->options.keep_listing ? &impl_->stats.listing : nullptr;
   in.code_ranges = impl_->options.code_ranges;

@@ -20,7 +20,7 @@
 namespace objprof::backends::jit {
 
 // Where compiled code lies, for tools that attribute executed instructions to it (the arm64
-// instruction-count ladder, tools/jit_insn_ladder.cc): a whole function, or one emitted barrier
+// instruction-count ladders, tools/jit_insn_ladder): a whole function, or one emitted barrier
 // sequence (inline, so one range per kept site). Addresses are absolute, [begin, end).
 struct CodeRange {
   enum class Kind : std::uint8_t { kFunction, kBarrier };
@@ -41,9 +41,9 @@ struct JitOptions {
   std::vector<std::string> interpret;
   // Keep asmjit's listing of every compiled function (see JitStats::listing).
   bool keep_listing = false;
-  // When set, every compile() appends the range of each compiled function and, on arm64, of
-  // each barrier sequence it emitted (x86_64 records functions only). The vector must outlive
-  // the generator's compiles; null (the default) costs nothing.
+  // When set, every compile() appends the range of each compiled function and of each barrier
+  // sequence it emitted. The vector must outlive the generator's compiles; null (the default)
+  // costs nothing.
   std::vector<CodeRange>* code_ranges = nullptr;
 };
 

@@ -41,6 +41,44 @@ struct Lowered {
   std::string error;  // entry null: why
 };
 
+// JitOptions::code_ranges for the barriers of one function: labels bound around each emitted
+// sequence, resolved to addresses once the function is placed. Only when the hook is set, so
+// normal compiles keep their blocks exactly as before.
+class BarrierMarks {
+ public:
+  explicit BarrierMarks(const LowerInput& in) : on_(in.code_ranges != nullptr), out_(in.code_ranges) {}
+  // Brackets the sequence `emit` writes at decoded instruction `pc`.
+  template <class Compiler, class Emit>
+  void around(Compiler& cc, std::uint32_t pc, Emit&& emit) {
+    if (!on_) {
+      emit();
+      return;
+    }
+    const asmjit::Label begin = cc.newLabel(), end = cc.newLabel();
+    cc.bind(begin);
+    emit();
+    cc.bind(end);
+    marks_.push_back({begin, end, pc});
+  }
+  // The function is one text section placed at `entry`, so a label's offset is from there.
+  void resolve(const asmjit::CodeHolder& code, const void* entry, const std::string& function) const {
+    if (!on_) return;
+    const auto base = reinterpret_cast<std::uint64_t>(entry);
+    for (const Mark& m : marks_)
+      out_->push_back({CodeRange::Kind::kBarrier, base + code.labelOffset(m.begin), base + code.labelOffset(m.end),
+                       function, m.pc});
+  }
+
+ private:
+  struct Mark {
+    asmjit::Label begin, end;
+    std::uint32_t pc;
+  };
+  bool on_;
+  std::vector<CodeRange>* out_;
+  std::vector<Mark> marks_;
+};
+
 Lowered lower_x86_64(const LowerInput& in);
 Lowered lower_arm64(const LowerInput& in);
 

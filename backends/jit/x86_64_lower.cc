@@ -169,8 +169,10 @@ class X86Lower {
     regs.thread = TS_;
     if (pinned()) regs.cache = cache_;
     for (auto& g : regs.scratch) g = cc_.newUIntPtr("bs");
-    if (Status s = emit_access_barrier(cc_, in_.barrier, *in_.request->desc, regs); !s && barrier_error_.empty())
-      barrier_error_ = s.error().message;
+    marks_.around(cc_, pc_, [&] {
+      if (Status s = emit_access_barrier(cc_, in_.barrier, *in_.request->desc, regs); !s && barrier_error_.empty())
+        barrier_error_ = s.error().message;
+    });
   }
   bool pinned() const { return in_.barriers && in_.barrier.cache == CacheLocation::kPinnedRegister; }
   // A pinned cache lives in a register inside the method; callees, the interpreter and the
@@ -206,6 +208,8 @@ class X86Lower {
   std::vector<x86::Gp> v_, t_;
   std::vector<Label> labels_, fail_;
   Label exit_error_;
+  std::uint32_t pc_ = 0;  // the instruction being lowered
+  BarrierMarks marks_{in_};
 };
 
 void X86Lower::lower_binary(std::uint32_t pc, const DecodedInstr& d) {
@@ -512,6 +516,7 @@ Lowered X86Lower::run() {
 
   for (std::uint32_t pc = 0; pc < code_.size(); ++pc) {
     if (labels_[pc].isValid()) cc_.bind(labels_[pc]);
+    pc_ = pc;
     lower(pc, code_[pc]);
     if (errors.first != kErrorOk || !barrier_error_.empty()) break;
   }
@@ -553,6 +558,7 @@ Lowered X86Lower::run() {
   }
   out.entry = fn;
   out.code_bytes = holder_.codeSize();
+  marks_.resolve(holder_, reinterpret_cast<const void*>(fn), f_.name);
   if (in_.listing) {
     *in_.listing += fmt::format("; {}\n", f_.name);
     in_.listing->append(logger.data(), logger.dataSize());

@@ -1,6 +1,6 @@
-// JitOptions::code_ranges, the hook the arm64 instruction-count ladder (tools/jit_insn_ladder.cc)
-// bins executed PCs with: every compiled function gets its range; on arm64 every barrier the
-// lowering emits gets one too, inside its function, and there is exactly one per operand the
+// JitOptions::code_ranges, the hook the instruction-count ladders (tools/jit_insn_ladder) bin
+// executed PCs with: every compiled function gets its range; every barrier the lowering emits
+// (x86_64 and arm64) gets one too, inside its function, and there is exactly one per operand the
 // elimination pass kept (counted here from the decoded code the generator was given, not from
 // the JIT), none with barriers off. The compiled code still runs and gives the interpreter's
 // result.
@@ -114,12 +114,8 @@ TEST_CASE("jit: code ranges cover each compiled function and, on arm64, each kep
           CHECK(r.kept.count({c.function, c.pc}) == 1);  // only where the pass kept one
           ++barriers[{c.function, c.pc}];
         }
-#if defined(__aarch64__)
         CHECK(barriers == r.kept);  // every kept operand, once
         REQUIRE_FALSE(barriers.empty());
-#else
-        CHECK(barriers.empty());  // x86_64_lower.cc records functions only
-#endif
       }
     }
     // The elimination pass removes sites; with barriers off none is emitted at all.
