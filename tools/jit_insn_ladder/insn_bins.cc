@@ -1,5 +1,5 @@
 // insn_bins: bins the instructions qemu-user executed into JIT code, barrier code and other, for
-// scripts/arm64_insn_ladder.sh. Built for the host by that script (it reads qemu's log, so it
+// scripts/jit_insn_ladder.sh. Built for the host by that script (it reads qemu's log, so it
 // runs where qemu runs, not under it).
 //
 //   qemu-aarch64 -singlestep -d exec,nochain -D FIFO ... & insn_bins RANGES < FIFO

@@ -1,5 +1,5 @@
 // jit_insn_ladder: one rung of the paper's Fig. 6 ladder on JIT code, run once, for counting
-// executed instructions under qemu (scripts/arm64_insn_ladder.sh; docs/jit.md, "The arm64
+// executed instructions under qemu (scripts/jit_insn_ladder.sh; docs/jit.md, "The
 // instruction-count ladder"). qemu's timing is not meaningful, so the script counts the
 // instructions qemu executes and bins their addresses with the ranges this program writes.
 //
