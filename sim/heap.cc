@@ -449,17 +449,35 @@ void Heap::mark_serial() {
 }
 
 void Heap::mark_parallel() {
-  // Roots are few and visited on this thread; the graph below them is traced by TBB workers,
-  // each newly claimed object becoming a task of its own (work stealing balances deep lists
-  // against wide arrays). Mutators are stopped, so slots are only read here.
+  // Roots are few and visited on this thread; the graph below them is traced by TBB workers.
+  // A work item is a batch of objects: its task traces depth-first on a local stack and hands
+  // the oldest kBatch entries (the broadest pending subgraphs) to the feeder whenever the stack
+  // reaches 2 * kBatch, so idle workers find work to steal without every object paying for a
+  // task of its own (one task per object made the marker ~10x slower than the serial one).
+  // Mutators are stopped, so slots are only read here.
+  constexpr std::size_t kBatch = 256;
+  using Batch = std::vector<Address>;
   mark_stack_.clear();
   visit_all_roots([&](std::uint64_t& slot) {
     if (slot != 0 && test_and_mark(slot)) mark_stack_.push_back(slot);
   });
-  tbb::parallel_for_each(mark_stack_.begin(), mark_stack_.end(), [&](Address obj, tbb::feeder<Address>& feeder) {
-    for_each_ref_slot(obj, [&](std::uint64_t child) {
-      if (child != 0 && test_and_mark_atomic(child)) feeder.add(child);
-    });
+  std::vector<Batch> seeds;
+  for (std::size_t i = 0; i < mark_stack_.size(); i += kBatch)
+    seeds.emplace_back(mark_stack_.begin() + static_cast<std::ptrdiff_t>(i),
+                       mark_stack_.begin() + static_cast<std::ptrdiff_t>(std::min(i + kBatch, mark_stack_.size())));
+  tbb::parallel_for_each(seeds.begin(), seeds.end(), [&](const Batch& batch, tbb::feeder<Batch>& feeder) {
+    Batch stack(batch);
+    while (!stack.empty()) {
+      const Address obj = stack.back();
+      stack.pop_back();
+      for_each_ref_slot(obj, [&](std::uint64_t child) {
+        if (child != 0 && test_and_mark_atomic(child)) stack.push_back(child);
+      });
+      if (stack.size() >= 2 * kBatch) {
+        feeder.add(Batch(stack.begin(), stack.begin() + kBatch));
+        stack.erase(stack.begin(), stack.begin() + kBatch);
+      }
+    }
   });
   mark_stack_.clear();
 }
