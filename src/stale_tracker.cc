@@ -60,14 +60,12 @@ std::uint64_t StaleTracker::add(std::span<const PendingTracked> objects) {
   // Appended after the older records, so a duplicate granule keeps the newer one at apply();
   // the tables keep their capacity from GC to GC, so steady-state adds do not allocate.
   for (const PendingTracked& p : objects) {
-    for (std::size_t s = 0; s < spaces_.size(); ++s) {
-      const Address off = p.addr - spaces_[s].begin();
-      if (off >= spaces_[s].size()) continue;
-      tables_[s].push_back(TrackedRecord{static_cast<std::uint32_t>(off >> spaces_[s].log2_alignment()), p.site_type,
-                                         p.size_granules & kSizeMask, p.birth_epoch});
-      ++added;
-      break;
-    }
+    const int si = space_of(p.addr);
+    if (si < 0) continue;
+    const auto s = static_cast<std::size_t>(si);
+    tables_[s].push_back(TrackedRecord{static_cast<std::uint32_t>(spaces_[s].granule_of(p.addr)), p.site_type,
+                                       p.size_granules & kSizeMask, p.birth_epoch});
+    ++added;
   }
   return added;
 }
