@@ -166,8 +166,10 @@ Error boost_error(const std::string& what, const std::string& name, const bip::i
   }
 }
 
-// Copies n ring bytes starting at ring position pos (wrapping) to dst.
+// Copies n ring bytes starting at ring position pos (wrapping) to dst. With nothing to copy, dst
+// may be an empty vector's data() (null): memcpy must not see it, even for 0 bytes.
 void copy_from_ring(const SegmentMapping& m, std::uint64_t pos, std::size_t n, std::byte* dst) {
+  if (n == 0) return;
   const std::uint64_t cap = m.ring_bytes;
   const std::size_t off = static_cast<std::size_t>(pos % cap);
   const std::size_t first = std::min<std::size_t>(n, static_cast<std::size_t>(cap) - off);
@@ -340,6 +342,7 @@ class SharedRingSink final : public ChunkSink {
       return {};
     }
     const std::uint64_t n = bytes.size();
+    if (n == 0) return {};  // nothing to publish (and bytes.data() may be null)
     const std::uint64_t cap = m_->ring_bytes;
     const std::uint64_t wp = h.write_pos.load(std::memory_order_relaxed);  // only this sink writes it
     if (stopped_) return lose(n, "the trace ring stopped earlier");

@@ -25,7 +25,7 @@ EventBuffer::~EventBuffer() { flush(); }
 std::uint8_t* EventBuffer::put_string(std::uint8_t* p, std::string_view s) {
   const auto n = static_cast<std::uint16_t>(std::min(s.size(), trace::kMaxString));
   p = put_u16(p, n);
-  std::memcpy(p, s.data(), n);
+  if (n > 0) std::memcpy(p, s.data(), n);  // an empty string_view may have a null data()
   return p + n;
 }
 
