@@ -3,6 +3,7 @@
 #include "objprof/profiler.h"
 
 #include "objprof/trace_writer.h"
+#include "hook_checker.h"
 #include "stale_tracker.h"
 
 #include <fmt/core.h>
@@ -13,8 +14,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 
 namespace objprof {
@@ -58,7 +61,18 @@ struct ProfilerState {
   tbb::concurrent_vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
 
   std::shared_mutex threads_mutex;  // attach/detach (rare) vs GC iteration
-  std::vector<std::unique_ptr<ThreadState>> threads;
+  std::vector<std::unique_ptr<ThreadState>> threads;  // attached threads only
+  // What detached (and freed) threads left behind, under threads_mutex: their clocks and
+  // counters, and tracked objects the next gc_begin has not added yet.
+  struct Retired {
+    std::uint64_t bytes = 0, objects = 0, barriers = 0, cache_hits = 0, marks = 0, threads = 0;
+  } retired;
+  std::vector<PendingTracked> orphaned_tracked;
+
+  std::unique_ptr<HookChecker> checker;  // only with ProfilerOptions::check_hooks
+  mutable std::mutex protocol_mutex;
+  std::uint64_t protocol_errors = 0;
+  std::optional<Error> first_protocol_error;
 
   tbb::enumerable_thread_specific<CollectorLocal> collectors;
 
@@ -107,8 +121,55 @@ std::string format_leak(const LeakReport& r) {
       r.last_access_epoch, r.epoch - r.last_access_epoch);
 }
 
+bool check_hooks_from_environment() noexcept {
+  const char* v = std::getenv("OBJPROF_CHECK_HOOKS");
+  return v != nullptr && *v != '\0' && std::string_view(v) != "0";
+}
+
 Profiler::Profiler(ProfilerOptions options)
-    : options_(std::move(options)), min_tracked_size_(options_.min_tracked_size), state_(std::make_unique<ProfilerState>()) {}
+    : options_(std::move(options)),
+      min_tracked_size_(options_.min_tracked_size),
+      check_hooks_(options_.check_hooks),
+      state_(std::make_unique<ProfilerState>()) {
+  if (check_hooks_)
+    state_->checker = std::make_unique<internal::HookChecker>(
+        [this](std::string_view hook, Address addr, std::string what) { protocol_error(hook, addr, std::move(what)); });
+}
+
+void Profiler::protocol_error(std::string_view hook, Address addr, std::string what) {
+  ProtocolError err;
+  err.hook = hook;
+  err.addr = addr;
+  err.epoch = epoch();
+  err.message = addr != 0 ? fmt::format("objprof: protocol error in {}({:#x}) in epoch {}: {}", hook, addr, err.epoch, what)
+                          : fmt::format("objprof: protocol error in {} in epoch {}: {}", hook, err.epoch, what);
+  {
+    std::lock_guard<std::mutex> lock(state_->protocol_mutex);
+    ++state_->protocol_errors;
+    if (!state_->first_protocol_error) state_->first_protocol_error = make_error(ErrorCode::kProtocol, err.message);
+  }
+  if (options_.on_protocol_error) {
+    options_.on_protocol_error(err);
+    return;
+  }
+  std::fprintf(stderr, "%s\n", err.message.c_str());
+  if (check_hooks_) std::abort();
+}
+
+Status Profiler::protocol_status() const {
+  std::lock_guard<std::mutex> lock(state_->protocol_mutex);
+  if (state_->first_protocol_error) return *state_->first_protocol_error;
+  return {};
+}
+
+bool Profiler::check_alloc(ThreadState& thread, Address addr, std::uint64_t size) {
+  if (!thread.attached()) {
+    protocol_error("on_alloc", addr, fmt::format("thread {} ('{}') is detached", thread.id(), thread.name()));
+    return false;
+  }
+  write_header_once();  // the checker learns the spaces there
+  return state_->checker->alloc(thread, addr, size);
+}
 
 Result<std::unique_ptr<Profiler>> Profiler::create(ProfilerOptions options) {
   if (options.stale_after_epochs == 0)
@@ -160,7 +221,11 @@ Result<SpaceId> Profiler::add_space(const HeapSpace& space, AccessBitmap::Extern
 }
 
 Result<SpaceId> Profiler::add_space_impl(const HeapSpace& space, const AccessBitmap::ExternalBuffers* buffers) {
-  if (state_->frozen.load()) return make_error(ErrorCode::kProtocol, "add_space after the profiler started (threads, types, sites or GCs exist)");
+  if (state_->frozen.load())
+    return make_error(ErrorCode::kProtocol,
+                      fmt::format("add_space([{:#x}, {:#x}) '{}') after the profiler started (a thread, type, site, "
+                                  "allocation or GC exists): spaces must all be added first, the trace header lists them",
+                                  space.begin(), space.end(), space.name()));
   OBJPROF_RETURN_IF_ERROR(check_space(state_->spaces, space));
   auto bm = buffers ? AccessBitmap::create(space, *buffers) : AccessBitmap::create(space);
   if (!bm.ok()) return bm.error();
@@ -177,6 +242,7 @@ void Profiler::write_header_once() {
   std::call_once(state_->header_once, [this] {
     state_->frozen.store(true);
     state_->tracker.set_spaces(state_->spaces);
+    if (state_->checker) state_->checker->set_spaces(state_->spaces);
     if (!state_->control) return;
     std::size_t bytes = 1 + 4 + 2;
     for (const HeapSpace& s : state_->spaces) bytes += 4 + 8 + 8 + EventBuffer::string_bytes(s.name());
@@ -255,15 +321,40 @@ Result<ThreadState*> Profiler::attach_thread(std::uint32_t id, std::string name)
 }
 
 void Profiler::detach_thread(ThreadState& thread) {
-  if (!thread.attached()) return;
-  if (EventBuffer* b = thread.buffer()) b->flush();
-  thread.set_attached(false);
-  if (state_->control) {
-    std::lock_guard<std::mutex> lock(state_->control_mutex);
-    std::uint8_t* p = state_->control->begin_record(1 + 4);
+  ProfilerState& st = *state_;
+  std::uint32_t id = 0;
+  {
+    // Under the lock no collector walks the threads, so none can read this one once it is gone.
+    std::unique_lock<std::shared_mutex> lock(st.threads_mutex);
+    auto it = std::find_if(st.threads.begin(), st.threads.end(), [&](const auto& t) { return t.get() == &thread; });
+    if (it == st.threads.end()) {
+      lock.unlock();
+      // Not dereferenced: it may be a ThreadState this profiler already freed.
+      protocol_error("detach_thread", 0, "not a ThreadState attached to this profiler (detached twice?)");
+      return;
+    }
+    if (st.checker) st.checker->detach(thread);
+    id = thread.id();
+    if (EventBuffer* b = thread.buffer()) b->flush();
+    thread.set_attached(false);
+    st.retired.bytes += thread.allocated_bytes.load(std::memory_order_relaxed);
+    st.retired.objects += thread.allocated_objects.load(std::memory_order_relaxed);
+    st.retired.barriers += thread.counters.executed.load(std::memory_order_relaxed);
+    st.retired.cache_hits += thread.counters.cache_hits.load(std::memory_order_relaxed);
+    st.retired.marks += thread.counters.marks.load(std::memory_order_relaxed);
+    ++st.retired.threads;
+    auto& pending = thread.pending_tracked();
+    st.orphaned_tracked.insert(st.orphaned_tracked.end(), pending.begin(), pending.end());
+    // Last in the vector, so the order of the others does not matter to anyone.
+    std::swap(*it, st.threads.back());
+    st.threads.pop_back();  // frees the ThreadState and its trace buffer
+  }
+  if (st.control) {
+    std::lock_guard<std::mutex> lock(st.control_mutex);
+    std::uint8_t* p = st.control->begin_record(1 + 4);
     p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kThreadEnd));
-    EventBuffer::put_u32(p, thread.id());
-    state_->control->flush();
+    EventBuffer::put_u32(p, id);
+    st.control->flush();
   }
 }
 
@@ -340,9 +431,13 @@ Status Profiler::gc_begin(GcKind kind) {
     return make_error(ErrorCode::kProtocol, fmt::format("gc_begin in epoch {} while a GC is already running", epoch()));
   ProfilerState& st = *state_;
   const auto e = epoch();
+  if (st.checker) st.checker->gc_begin();
   std::uint64_t bytes = 0;
   {
     std::shared_lock<std::shared_mutex> lock(st.threads_mutex);
+    bytes = st.retired.bytes;
+    st.objects_tracked.fetch_add(st.tracker.add(st.orphaned_tracked), std::memory_order_relaxed);
+    st.orphaned_tracked.clear();
     for (const auto& t : st.threads) {
       // Mutators are stopped: their buffers go out now, so every alloc of this epoch precedes
       // the gc-begin record in the file.
@@ -405,6 +500,11 @@ EventBuffer* collector_buffer(ProfilerState& st, internal::CollectorLocal& local
 }  // namespace
 
 void Profiler::on_move(Address from, Address to) {
+  if (!in_gc_.load(std::memory_order_relaxed)) [[unlikely]] {
+    protocol_error("on_move", from, fmt::format("moved to {:#x} outside gc_begin/gc_end; the event is dropped", to));
+    return;
+  }
+  if (state_->checker) state_->checker->move(from, to);
   auto& local = collector_local(*state_);
   if (EventBuffer* b = collector_buffer(*state_, local)) b->move(from, to);
   ++local.moves_seen;
@@ -412,6 +512,12 @@ void Profiler::on_move(Address from, Address to) {
 }
 
 void Profiler::on_move_range(Address from, Address to, std::uint64_t bytes) {
+  if (!in_gc_.load(std::memory_order_relaxed)) [[unlikely]] {
+    protocol_error("on_move_range", from,
+                   fmt::format("{} bytes moved to {:#x} outside gc_begin/gc_end; the event is dropped", bytes, to));
+    return;
+  }
+  if (state_->checker) state_->checker->move_range(from, to, bytes);
   auto& local = collector_local(*state_);
   if (EventBuffer* b = collector_buffer(*state_, local)) b->move_range(from, to, bytes);
   ++local.moves_seen;
@@ -419,6 +525,11 @@ void Profiler::on_move_range(Address from, Address to, std::uint64_t bytes) {
 }
 
 void Profiler::on_free(Address addr) {
+  if (!in_gc_.load(std::memory_order_relaxed)) [[unlikely]] {
+    protocol_error("on_free", addr, "called outside gc_begin/gc_end; the event is dropped");
+    return;
+  }
+  if (state_->checker) state_->checker->free(addr);
   auto& local = collector_local(*state_);
   if (EventBuffer* b = collector_buffer(*state_, local)) b->free(addr);
   ++local.frees_seen;
@@ -449,6 +560,7 @@ Status Profiler::gc_end() {
     local.moves_seen = local.frees_seen = 0;
   }
   st.tracker.apply(moves, ranges, frees);
+  if (st.checker) st.checker->gc_end();
 
   std::vector<std::pair<Address, internal::TrackedRecord*>> fresh;
   st.tracker.for_each_stale(e, options_.stale_after_epochs, [&](Address a, internal::TrackedRecord& r) {
@@ -501,6 +613,7 @@ Status Profiler::finish() {
   std::uint64_t bytes = 0;
   {
     std::shared_lock<std::shared_mutex> lock(st.threads_mutex);
+    bytes = st.retired.bytes;
     for (const auto& t : st.threads) {
       if (EventBuffer* b = t->buffer()) b->flush();
       bytes += t->allocated_bytes.load(std::memory_order_relaxed);
@@ -527,6 +640,13 @@ ProfilerStats Profiler::stats() const {
   s.epoch = epoch();
   {
     std::shared_lock<std::shared_mutex> lock(st.threads_mutex);
+    s.objects_allocated = st.retired.objects;
+    s.bytes_allocated = st.retired.bytes;
+    s.barriers_executed = st.retired.barriers;
+    s.barrier_cache_hits = st.retired.cache_hits;
+    s.bitmap_marks = st.retired.marks;
+    s.threads_attached = st.threads.size();
+    s.threads_detached = st.retired.threads;
     for (const auto& t : st.threads) {
       s.objects_allocated += t->allocated_objects.load(std::memory_order_relaxed);
       s.bytes_allocated += t->allocated_bytes.load(std::memory_order_relaxed);
@@ -539,6 +659,10 @@ ProfilerStats Profiler::stats() const {
   s.tracked_live = st.tracker.live();
   s.tracker_bytes = st.tracker.bytes();
   s.leaks_reported = st.leaks_reported;
+  {
+    std::lock_guard<std::mutex> lock(st.protocol_mutex);
+    s.protocol_errors = st.protocol_errors;
+  }
   s.bits_harvested = st.bits_harvested;
   s.moves = st.moves;
   s.frees = st.frees;

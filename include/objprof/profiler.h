@@ -15,6 +15,15 @@
 //   threads at once. Each object moves at most once per GC; addresses are pre-GC addresses.
 //   Objects allocated during a cycle are not moved or freed by that same cycle.
 // - define_type / define_site: any thread, any time before the id is first used.
+// - A ThreadState belongs to one OS thread: the first that allocates with it or detaches it
+//   (it may be attached by another, e.g. the thread that creates the VM's thread). After
+//   detach_thread returns, the ThreadState is gone: the embedder must not use it again.
+//
+// Misuse (ProtocolError): a collector hook outside gc_begin/gc_end is always refused (dropped
+// and reported). With check_hooks on, the profiler also keeps a shadow of every live object
+// and reports an alloc outside every space or over memory nobody freed, a free or move of an
+// address where no live object starts, an object moved or freed twice in one GC, a move onto
+// memory still in use, and a ThreadState used by a thread that does not own it.
 //
 // Epochs: epoch 0 runs from creation to the first gc_begin. The bits of epoch e are harvested
 // at gc_begin(e) (mutators are stopped, so the epoch's accesses are complete): the bitmap is
@@ -74,6 +83,19 @@ struct LeakReport {
 // "objprof: possible leak: ..." — the default callback's line.
 std::string format_leak(const LeakReport& report);
 
+// One misuse of the hook protocol (see the contract at the top of this file).
+struct ProtocolError {
+  std::string_view hook;  // "on_free", "on_move", "on_alloc", "detach_thread", ...
+  Address addr = 0;       // the address the hook was given; 0 when it took none
+  std::uint64_t epoch = 0;
+  std::string message;    // one line: "objprof: protocol error in on_free(0x...): ..."
+};
+
+// True when the environment variable OBJPROF_CHECK_HOOKS is set to anything but "" or "0":
+// the default of ProfilerOptions::check_hooks, so a test suite or a user can turn the checks
+// on without rebuilding the runtime.
+bool check_hooks_from_environment() noexcept;
+
 struct ProfilerOptions {
   // GC_K: epochs without an access before a tracked object is reported.
   std::uint32_t stale_after_epochs = 4;
@@ -88,6 +110,13 @@ struct ProfilerOptions {
   // line (format_leak) on stderr. Set to an empty function to print nothing.
   std::function<void(const LeakReport&)> on_leak;
   bool default_leak_printer = true;
+  // Debug checks of the hook protocol against a shadow of every live object (16 bytes per
+  // object and a merge per GC: meant for tests and for debugging an embedding).
+  bool check_hooks = check_hooks_from_environment();
+  // Called for every misuse, on the thread that found it (collector hooks: inside gc_end).
+  // Default: the message on stderr, then abort() when check_hooks is on (a debug check stops
+  // at the first mistake), or go on without the refused event when it is off.
+  std::function<void(const ProtocolError&)> on_protocol_error;
 };
 
 struct ProfilerStats {
@@ -104,6 +133,9 @@ struct ProfilerStats {
   std::uint64_t moves = 0, frees = 0;
   std::uint64_t trace_bytes = 0, trace_chunks = 0, trace_chunks_lost = 0;
   std::uint64_t tracker_bytes = 0;       // memory of the stale tracker's table
+  std::uint64_t threads_attached = 0;    // ThreadStates alive now (detached ones are freed)
+  std::uint64_t threads_detached = 0;    // detach_thread calls so far
+  std::uint64_t protocol_errors = 0;     // ProtocolErrors reported so far
 };
 
 namespace internal { class StaleTracker; struct ProfilerState; }
@@ -126,13 +158,17 @@ class Profiler {
   Status define_type(const TypeInfo& type);
   Status define_site(const SiteInfo& site);
 
-  // Thread ids must be unique among attached threads. The ThreadState lives until the
-  // profiler is destroyed (so a collector may still read it after detach).
+  // Thread ids must be unique among attached threads. detach_thread flushes the thread's
+  // trace buffer, hands its counters and pending objects to the profiler and frees the
+  // ThreadState, so a runtime that starts a thread per request does not grow.
   Result<ThreadState*> attach_thread(std::uint32_t id, std::string name);
   void detach_thread(ThreadState& thread);
 
   // --- allocator hook (mutator thread, fast path) ---
   void on_alloc(ThreadState& thread, std::uint32_t site, std::uint32_t type, Address addr, std::uint64_t size) {
+    if (check_hooks_) [[unlikely]] {
+      if (!check_alloc(thread, addr, size)) return;
+    }
     bump(thread.allocated_bytes, size);
     bump(thread.allocated_objects);
     if (EventBuffer* b = thread.buffer()) b->alloc(site, type, addr, size);
@@ -158,6 +194,8 @@ class Profiler {
   std::vector<LeakReport> possible_leaks() const;
   // First trace write error, if any.
   Status trace_status() const;
+  // First ProtocolError, if any, as a kProtocol error with its message.
+  Status protocol_status() const;
 
  private:
   explicit Profiler(ProfilerOptions options);
@@ -165,9 +203,12 @@ class Profiler {
   void track_alloc(ThreadState& thread, std::uint32_t site, std::uint32_t type, Address addr, std::uint64_t size);
   void write_header_once();
   void report(const LeakReport& r);
+  bool check_alloc(ThreadState& thread, Address addr, std::uint64_t size);
+  void protocol_error(std::string_view hook, Address addr, std::string what);
 
   ProfilerOptions options_;
   std::uint64_t min_tracked_size_;
+  bool check_hooks_;
   std::atomic<std::uint64_t> epoch_{0};
   std::atomic<bool> in_gc_{false};
   std::unique_ptr<internal::ProfilerState> state_;

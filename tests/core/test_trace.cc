@@ -58,7 +58,7 @@ std::vector<std::byte> small_trace(int gcs = 3) {
     }
     REQUIRE(prof.gc_begin(GcKind::kFull).ok());
     prof.on_free(heap.at(static_cast<std::size_t>(gc * 2048)));
-    prof.on_move(heap.at(static_cast<std::size_t>(gc * 2048 + 32)), heap.at(60000 - static_cast<std::size_t>(gc) * 8));
+    prof.on_move(heap.at(static_cast<std::size_t>(gc * 2048 + 32)), heap.at(60000 - static_cast<std::size_t>(gc) * 32));  // objects are 32 bytes
     REQUIRE(prof.gc_end().ok());
   }
   REQUIRE(prof.finish().ok());
