@@ -7,6 +7,8 @@ native_arch="$(dpkg --print-architecture)"
 native_packages=(
   build-essential cmake ninja-build pkg-config catch2 libcli11-dev nlohmann-json3-dev
   qemu-user g++-aarch64-linux-gnu
+  # javac, jar and jmod: the JVM importer's tests compile and pack a probe class.
+  default-jdk-headless
   # Headless browser for the HTML report test (tests/analysis/test_html_chromium.cc).
   chromium
   # Multi-Arch: same libraries are named with their architecture, or dpkg-query would also
