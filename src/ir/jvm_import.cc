@@ -168,7 +168,9 @@ class MethodTranslator {
         in.i1 = r.u2();
         in.i2 = r.u1();
       } else if (op == 0xaa || op == 0xab) {
-        while (r.pos() % 4 != 0) r.u1();
+        // 0-3 pad bytes up to a 4-byte boundary of the code; skipped in one bounded step, as a
+        // loop on pos() never ends once the reader has failed (bytecode ending inside the pad).
+        r.bytes((4 - r.pos() % 4) % 4);
         in.targets.push_back(in.off + static_cast<std::int32_t>(r.u4()));
         if (op == 0xaa) {
           std::int64_t lo = static_cast<std::int32_t>(r.u4()), hi = static_cast<std::int32_t>(r.u4());
