@@ -121,9 +121,9 @@ TEST_CASE("JVM import: corrupt class files give errors, never crashes", "[ir]") 
   std::filesystem::remove_all(std::filesystem::path(path).parent_path(), ec);
 }
 
-// A class file "T" with one static method m()V whose Code attribute holds `code`, built byte by
-// byte so the test needs no JDK.
-std::string class_with_code(const std::string& code) {
+// A class file "T" with one static method `method`()V whose Code attribute holds `code`, built
+// byte by byte so the test needs no JDK.
+std::string class_with_code(const std::string& code, const std::string& method = "m") {
   std::string b;
   auto u1 = [&](unsigned v) { b.push_back(static_cast<char>(v & 0xff)); };
   auto u2 = [&](unsigned v) { u1(v >> 8); u1(v); };
@@ -136,7 +136,7 @@ std::string class_with_code(const std::string& code) {
   utf8("T");
   u1(7);
   u2(1);
-  utf8("m");
+  utf8(method);
   utf8("()V");
   utf8("Code");
   u2(0x0021);  // public super
@@ -246,4 +246,36 @@ TEST_CASE("JVM import: .jar and .jmod archives yield the same class files", "[ir
   std::filesystem::remove_all(std::filesystem::path(path).parent_path(), ec);
 }
 
+}  // namespace objprof::ir
+
+namespace objprof::ir {
+namespace {
+
+TEST_CASE("JVM import: a local index past max_locals skips the method instead of emitting a bad register", "[ir][regression]") {
+  // iload 255; pop; return, with max_locals 1. The importer used to emit v255 in a function of
+  // 8 registers, which printed but did not parse back (found by fuzz_jvm_import; the corpus
+  // input is regression-local-index-past-max-locals.class).
+  auto r = import_class(class_with_code(std::string("\x15\xff\x57\xb1", 4)));
+  REQUIRE(r.ok());
+  REQUIRE(r->skipped.size() == 1);
+  CHECK(r->skipped[0].find("register out of range") != std::string::npos);
+}
+
+TEST_CASE("JVM import: names with bytes the IR cannot spell are escaped, so the module round-trips", "[ir][regression]") {
+  // Found by fuzz_jvm_import (regression-control-byte-in-name-roundtrip.class): a control byte,
+  // or any non-ASCII name, was printed raw and the IR parser refused it.
+  for (const std::string& name : {std::string("m\x1e"), std::string("caf\xc3\xa9"), std::string("9lives"), std::string("a.b")}) {
+    auto r = import_class(class_with_code(std::string("\xb1", 1), name));
+    REQUIRE(r.ok());
+    REQUIRE(r->module.functions.size() == 1);
+    const std::string printed = print_module(r->module);
+    auto back = parse_module(printed, "T");
+    REQUIRE(back.ok());
+    CHECK(*back == r->module);
+  }
+  CHECK(import_class(class_with_code(std::string("\xb1", 1), "m\x1e"))->module.functions[0].name == "T.m$1e");
+  CHECK(import_class(class_with_code(std::string("\xb1", 1), "<init>"))->module.functions[0].name == "T.<init>");
+}
+
+}  // namespace
 }  // namespace objprof::ir
