@@ -51,12 +51,10 @@ for t in "${targets[@]}"; do
     -print_final_stats=1 -artifact_prefix="$out/" "$work/corpus" >"$log" 2>&1
   rc=$?
   set -e
-  # With -jobs the run's own output goes to fuzz-0.log in the current directory.
-  if [[ -f fuzz-0.log ]]; then
-    cat fuzz-0.log >>"$log"
-    rm -f fuzz-0.log
-  fi
-  grep -E '^#[0-9]+ +DONE|^stat::' "$log" || tail -5 "$log"
+  # With -jobs the job's output goes to fuzz-0.log in the current directory; libFuzzer copies
+  # it into its own output when the job ends.
+  rm -f fuzz-0.log
+  grep -E '^#[0-9]+[[:space:]]+DONE|^stat::' "$log" | awk '!seen[$0]++' || tail -5 "$log"
   faults=$(find "$out" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' -o -name 'leak-*' \) | wc -l)
   echo "=== $t: exit $rc, $faults fault input(s) in $out/, corpus grew to $(ls "$work/corpus" | wc -l) inputs"
   if ((rc != 0 || faults != 0)); then failed=1; fi
