@@ -9,12 +9,16 @@ native_packages=(
   qemu-user g++-aarch64-linux-gnu
   # javac, jar and jmod: the JVM importer's tests compile and pack a probe class.
   default-jdk-headless
+  # clang with libFuzzer: the fuzz preset (tests/fuzz, docs/fuzzing.md). Its runtimes are in
+  # libclang-rt-14-dev, listed with the Multi-Arch packages below.
+  clang
   # Headless browser for the HTML report test (tests/analysis/test_html_chromium.cc).
   chromium
   # Multi-Arch: same libraries are named with their architecture, or dpkg-query would also
   # answer for the arm64 copy.
   "libasmjit-dev:$native_arch" "libtbb-dev:$native_arch" "libboost-dev:$native_arch"
   "libbenchmark-dev:$native_arch" "libfmt-dev:$native_arch" "libzip-dev:$native_arch"
+  "libclang-rt-14-dev:$native_arch"
 )
 # Multiarch arm64 -dev packages: the arm64 cross build links against these.
 arm64_packages=(

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Sets up every dependency (idempotent), then builds and runs the whole objprof test suite in
-# every configuration: native release, native ASan+UBSan, native TSan, and the arm64 cross
-# build whose tests run under qemu-aarch64. Exits non-zero if any build or test fails.
+# every configuration: native release, native ASan+UBSan, native TSan, the arm64 cross build
+# whose tests run under qemu-aarch64, and the fuzz build (clang, libFuzzer + ASan + UBSan) whose
+# tests are short deterministic runs of each fuzz target. Exits non-zero if any build or test fails.
 #   OBJPROF_PRESETS="release asan"  scripts/test.sh   # a subset
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/setup.sh
 
-read -r -a presets <<<"${OBJPROF_PRESETS:-release asan tsan arm64}"
+read -r -a presets <<<"${OBJPROF_PRESETS:-release asan tsan arm64 fuzz}"
 jobs="$(nproc)"
 total_pass=0
 total_fail=0

@@ -6,6 +6,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -58,6 +59,8 @@ class Decoder {
 
   void chunk(const std::uint8_t* payload, std::size_t n, std::uint32_t stream, std::uint64_t epoch, ReadSummary& sum) {
     if (epoch < epoch_) throw DecodeError{fmt::format("chunk epoch {} goes back before epoch {}", epoch, epoch_)};
+    // gc-end(e) is written before anything is stamped e + 1, so a chunk is at most one ahead.
+    if (epoch > epoch_ + 1) throw DecodeError{fmt::format("chunk epoch {} is ahead of the trace's epoch {}", epoch, epoch_)};
     if (ended_) throw DecodeError{"chunk after the end record"};
     Context ctx{stream, epoch};
     Cursor c(payload, n);
@@ -96,6 +99,13 @@ class Decoder {
           space_words_[s.id] = (((s.end - s.begin) >> log2_granule_) + 63) / 64;
           h.spaces.push_back(std::move(s));
         }
+        ranges_.clear();
+        for (const SpaceDef& s : h.spaces) ranges_.push_back({s.begin, s.end, s.id});
+        std::sort(ranges_.begin(), ranges_.end(), [](const Range& x, const Range& y) { return x.begin < y.begin; });
+        for (std::size_t i = 1; i < ranges_.size(); ++i)
+          if (ranges_[i].begin < ranges_[i - 1].end)
+            throw DecodeError{fmt::format("space {} [{:#x}, {:#x}) overlaps space {} [{:#x}, {:#x})", ranges_[i].id, ranges_[i].begin,
+                                          ranges_[i].end, ranges_[i - 1].id, ranges_[i - 1].begin, ranges_[i - 1].end)};
         header_seen_ = true;
         v_.header(h);
         break;
@@ -104,6 +114,8 @@ class Decoder {
         TypeDef t;
         t.id = c.u32("type id");
         t.instance_size = c.u64("type size");
+        if (t.instance_size > kMaxObjectBytes)
+          throw DecodeError{fmt::format("type {} instance size {} exceeds the {} byte limit", t.id, t.instance_size, kMaxObjectBytes)};
         const std::uint8_t arr = c.u8("type array flag");
         if (arr > 1) throw DecodeError{fmt::format("type {} array flag is {}, not 0 or 1", t.id, arr)};
         t.is_array = arr == 1;
@@ -139,6 +151,11 @@ class Decoder {
         a.epoch = ctx.epoch;
         a.bytes_clock = bytes_clock_;
         if (a.addr == 0) throw DecodeError{"alloc at address 0"};
+        if (a.size > kMaxObjectBytes)
+          throw DecodeError{fmt::format("alloc at {:#x} has size {}, above the {} byte limit", a.addr, a.size, kMaxObjectBytes)};
+        check_in_space("alloc", "address", a.addr, a.size);
+        if (a.size > kMaxBytesAllocated - bytes_clock_)
+          throw DecodeError{fmt::format("alloc of {} bytes takes bytes allocated past the {} byte limit", a.size, kMaxBytesAllocated)};
         bytes_clock_ += a.size;
         v_.alloc(a);
         break;
@@ -148,6 +165,8 @@ class Decoder {
         m.from = c.u64("move from");
         m.to = c.u64("move to");
         m.epoch = ctx.epoch;
+        check_in_space("move", "from address", m.from, 0);
+        check_in_space("move", "to address", m.to, 0);
         v_.move(m);
         break;
       }
@@ -159,10 +178,17 @@ class Decoder {
         m.range = true;
         m.epoch = ctx.epoch;
         if (m.from + m.bytes < m.from || m.to + m.bytes < m.to) throw DecodeError{"move-range wraps around the address space"};
+        check_in_space("move-range", "from range", m.from, m.bytes);
+        check_in_space("move-range", "to range", m.to, m.bytes);
         v_.move(m);
         break;
       }
-      case Tag::kFree: v_.free(FreeEvent{c.u64("free address"), ctx.epoch}); break;
+      case Tag::kFree: {
+        const std::uint64_t addr = c.u64("free address");
+        check_in_space("free", "address", addr, 0);
+        v_.free(FreeEvent{addr, ctx.epoch});
+        break;
+      }
       case Tag::kGcBegin: {
         GcEvent g;
         g.epoch = c.u64("gc-begin epoch");
@@ -170,6 +196,7 @@ class Decoder {
         if (kind > static_cast<std::uint8_t>(GcKind::kCompacting)) throw DecodeError{fmt::format("unknown gc kind {}", kind)};
         g.kind = static_cast<GcKind>(kind);
         g.bytes_allocated = c.u64("gc-begin bytes");
+        check_bytes("gc-begin", g.bytes_allocated);
         if (in_gc_) throw DecodeError{fmt::format("gc-begin of epoch {} inside gc of epoch {}", g.epoch, epoch_)};
         if (g.epoch != epoch_) throw DecodeError{fmt::format("gc-begin for epoch {} while in epoch {}", g.epoch, epoch_)};
         in_gc_ = true;
@@ -180,6 +207,7 @@ class Decoder {
         GcEvent g;
         g.epoch = c.u64("gc-end epoch");
         g.bytes_allocated = c.u64("gc-end bytes");
+        check_bytes("gc-end", g.bytes_allocated);
         if (!in_gc_ || g.epoch != epoch_) throw DecodeError{fmt::format("gc-end for epoch {} without its gc-begin", g.epoch)};
         in_gc_ = false;
         ++epoch_;
@@ -221,12 +249,16 @@ class Decoder {
         s.addr = c.u64("stale address");
         s.last_access_epoch = c.u64("stale last access");
         s.epoch = c.u64("stale epoch");
+        if (s.epoch != epoch_ || s.last_access_epoch > s.epoch)
+          throw DecodeError{fmt::format("stale record for epoch {} (last access {}) in epoch {}", s.epoch, s.last_access_epoch, epoch_)};
         v_.stale(s);
         break;
       }
       case Tag::kEnd: {
         const std::uint64_t epoch = c.u64("end epoch");
         const std::uint64_t bytes = c.u64("end bytes");
+        if (epoch != epoch_) throw DecodeError{fmt::format("end record for epoch {} in epoch {}", epoch, epoch_)};
+        check_bytes("end", bytes);
         ended_ = true;
         v_.end(epoch, bytes);
         break;
@@ -241,7 +273,28 @@ class Decoder {
       throw DecodeError{fmt::format("bitmap words {}..{} outside space {} ({} words)", first, first + count, space, it->second)};
   }
 
+  // [addr, addr + bytes) (just addr when bytes is 0) must lie inside one declared space.
+  void check_in_space(const char* record, const char* field, std::uint64_t addr, std::uint64_t bytes) const {
+    auto it = std::upper_bound(ranges_.begin(), ranges_.end(), addr, [](std::uint64_t a, const Range& r) { return a < r.begin; });
+    if (it != ranges_.begin()) {
+      --it;
+      if (addr < it->end && (bytes == 0 || bytes <= it->end - addr)) return;
+    }
+    if (bytes == 0)
+      throw DecodeError{fmt::format("{} {} {:#x} is outside every declared space", record, field, addr)};
+    throw DecodeError{fmt::format("{} {} [{:#x}, +{}) is outside every declared space", record, field, addr, bytes)};
+  }
+  static void check_bytes(const char* record, std::uint64_t bytes) {
+    if (bytes > kMaxBytesAllocated)
+      throw DecodeError{fmt::format("{} bytes allocated {} exceeds the {} byte limit", record, bytes, kMaxBytesAllocated)};
+  }
+
+  struct Range {
+    std::uint64_t begin, end;
+    std::uint32_t id;
+  };
   Visitor& v_;
+  std::vector<Range> ranges_;  // declared spaces sorted by begin (they do not overlap)
   bool header_seen_ = false, ended_ = false, in_gc_ = false;
   std::uint32_t log2_granule_ = 3;
   std::uint64_t epoch_ = 0;

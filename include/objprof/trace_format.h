@@ -55,6 +55,12 @@ inline constexpr std::uint8_t kMaxTag = 15;
 // Strings are u16 length + bytes (no terminator).
 inline constexpr std::size_t kMaxString = 0xFFFF;
 
+// Bounds the reader enforces on values (docs/trace-format.md, "Bounds"): an object or type is
+// at most 2^48 bytes (256 TiB), and every bytes-allocated total, the running sum of alloc sizes
+// included, is at most 2^62, so sums and differences of them never overflow 64-bit arithmetic.
+inline constexpr std::uint64_t kMaxObjectBytes = std::uint64_t{1} << 48;
+inline constexpr std::uint64_t kMaxBytesAllocated = std::uint64_t{1} << 62;
+
 // Fixed record sizes (tag byte included) for the hot records.
 inline constexpr std::size_t kAllocBytes = 1 + 4 + 4 + 8 + 8;
 inline constexpr std::size_t kMoveBytes = 1 + 8 + 8;

@@ -34,9 +34,10 @@ CohortBuilder::CohortBuilder(const TraceAnalysis& a, const Timeline& timeline, s
 
 void CohortBuilder::add(ObjectId o, const ObjectMetrics& m) {
   const std::size_t c = std::min<std::size_t>(a_->objects.birth_bytes(o) / cohort_bytes_, cohorts_ - 1);
-  const auto size = static_cast<std::int64_t>(m.size);
+  // Differences modulo 2^64, as in LiveSeriesBuilder::add: no signed overflow for any size.
+  const std::uint64_t size = m.size;
   ++alloc_objects_[c];
-  alloc_bytes_[c] += static_cast<std::uint64_t>(size);
+  alloc_bytes_[c] += size;
   const std::size_t row = c * (samples_ + 1);
   const std::uint32_t first = t_->first_sample(a_->objects.birth_epoch(o));
   const std::uint32_t stop = m.alive ? static_cast<std::uint32_t>(samples_) : t_->first_sample(a_->objects.death_epoch(o));
@@ -83,15 +84,15 @@ CohortView CohortBuilder::finish() const {
     k.dead_objects = dead_[c];
     if (dead_[c]) k.mean_lifetime_bytes = static_cast<double>(lifetime_sum_[c]) / static_cast<double>(dead_[c]);
     const std::size_t row = c * (samples_ + 1);
-    std::int64_t objs = 0, bytes = 0;
+    std::uint64_t objs = 0, bytes = 0;
     std::uint64_t deaths = 0, lifetimes = 0;
     for (std::size_t s = 0; s < samples_; ++s) {
       objs += live_objects_[row + s];
       bytes += live_bytes_[row + s];
       deaths += deaths_at_[row + s];
       lifetimes += lifetime_at_[row + s];
-      k.live_objects.push_back(static_cast<std::uint64_t>(std::max<std::int64_t>(objs, 0)));
-      k.live_bytes.push_back(static_cast<std::uint64_t>(std::max<std::int64_t>(bytes, 0)));
+      k.live_objects.push_back(internal::clamp_running_sum(objs));
+      k.live_bytes.push_back(internal::clamp_running_sum(bytes));
       k.mean_lifetime_bytes_so_far.push_back(deaths ? static_cast<double>(lifetimes) / static_cast<double>(deaths) : 0.0);
     }
     v.cohorts.push_back(std::move(k));

@@ -17,9 +17,11 @@ LiveSeriesBuilder::LiveSeriesBuilder(const TraceAnalysis& a, const Timeline& tim
 
 void LiveSeriesBuilder::add(ObjectId o, const ObjectMetrics& m) {
   const std::uint32_t g = by_ == GroupBy::kSite ? m.site : by_ == GroupBy::kType ? m.type : m.thread;
-  const auto size = static_cast<std::int64_t>(m.size);
+  // Differences are kept modulo 2^64 (unsigned): a size of 2^63 or more, or a sum past
+  // INT64_MAX, wraps instead of overflowing, and finish() reads the running sums back.
+  const std::uint64_t size = m.size;
   ++objects_[g];
-  bytes_[g] += static_cast<std::uint64_t>(size);
+  bytes_[g] += size;
   const std::size_t row = g * (samples_ + 1);
   const std::uint32_t first = t_->first_sample(a_->objects.birth_epoch(o));
   const std::uint32_t stop = m.alive ? static_cast<std::uint32_t>(samples_) : t_->first_sample(a_->objects.death_epoch(o));
@@ -51,13 +53,13 @@ LiveSeriesView LiveSeriesBuilder::finish(std::size_t top) const {
     s.group = g;
     s.allocated_objects = objects_[g];
     s.allocated_bytes = bytes_[g];
-    std::int64_t objs = 0, bytes = 0;
+    std::uint64_t objs = 0, bytes = 0;
     const std::size_t row = g * (samples_ + 1);
     for (std::size_t i = 0; i < samples_; ++i) {
       objs += live_objects_[row + i];
       bytes += live_bytes_[row + i];
-      s.live_objects.push_back(static_cast<std::uint64_t>(std::max<std::int64_t>(objs, 0)));
-      s.live_bytes.push_back(static_cast<std::uint64_t>(std::max<std::int64_t>(bytes, 0)));
+      s.live_objects.push_back(internal::clamp_running_sum(objs));
+      s.live_bytes.push_back(internal::clamp_running_sum(bytes));
     }
     v.series.push_back(std::move(s));
   }

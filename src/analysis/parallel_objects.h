@@ -15,6 +15,13 @@
 
 namespace objprof::analysis::internal {
 
+// A running sum of differences kept modulo 2^64 (live objects or bytes), read back as a count:
+// the two's-complement value, with a transiently negative sum shown as 0.
+inline std::uint64_t clamp_running_sum(std::uint64_t sum) {
+  const auto v = static_cast<std::int64_t>(sum);
+  return v < 0 ? 0 : sum;
+}
+
 // Objects per task: big enough that a worker's builder is worth its merge.
 inline constexpr std::size_t kObjectGrain = 1 << 15;
 

@@ -19,7 +19,11 @@ std::string zip_message(zip_error_t* e) { return zip_error_strerror(e); }
 Result<std::vector<ArchiveEntry>> read_class_archive(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error(ErrorCode::kIo, fmt::format("{}: cannot open archive: {}", path, std::strerror(errno)));
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return read_class_archive_bytes(data, path);
+}
+
+Result<std::vector<ArchiveEntry>> read_class_archive_bytes(std::string_view data, const std::string& path) {
   // A .jmod is "JM", major 1, minor 0, then an ordinary zip whose offsets start after them.
   std::size_t skip = 0;
   if (data.size() >= 4 && data[0] == 'J' && data[1] == 'M') skip = 4;
@@ -52,6 +56,10 @@ Result<std::vector<ArchiveEntry>> read_class_archive(const std::string& path) {
     if (name.size() < 6 || name.compare(name.size() - 6, 6, ".class") != 0) continue;
     if (!(st.valid & ZIP_STAT_SIZE) || st.size > (std::uint64_t{1} << 30))
       return make_error(ErrorCode::kCorrupt, fmt::format("{}: entry {} has no usable size", path, name));
+    // Deflate expands at most about 1032:1, so a size beyond that of the compressed bytes is a
+    // damaged directory entry, refused before allocating for it.
+    if ((st.valid & ZIP_STAT_COMP_SIZE) && st.size > 1032 * st.comp_size + 1024)
+      return make_error(ErrorCode::kCorrupt, fmt::format("{}: entry {} claims {} bytes from {} compressed", path, name, st.size, st.comp_size));
     zip_file_t* f = zip_fopen_index(archive, static_cast<zip_uint64_t>(i), 0);
     if (!f) return make_error(ErrorCode::kCorrupt, fmt::format("{}: cannot open entry {}: {}", path, name, zip_strerror(archive)));
     std::string bytes(static_cast<std::size_t>(st.size), '\0');

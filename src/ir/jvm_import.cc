@@ -52,6 +52,24 @@ struct CpEntry {
   std::string utf8;
 };
 
+// A class or member name as the IR text can hold it: a byte the IR's identifiers do not allow
+// (anything but ASCII letters, digits, _ $ < > / -, or a digit, >, / or - first) becomes $ and
+// two hex digits, so every imported module prints and parses back. Names from javac are kept.
+std::string ir_name(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const bool start = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$' || c == '<';
+    const bool rest = (c >= '0' && c <= '9') || c == '>' || c == '/' || c == '-';
+    if (start || (i > 0 && rest))
+      out.push_back(c);
+    else
+      out += fmt::format("${:02x}", static_cast<unsigned char>(c));
+  }
+  return out;
+}
+
 struct Pool {
   std::vector<CpEntry> e;
   const CpEntry* at(std::uint32_t i) const { return i < e.size() ? &e[i] : nullptr; }
@@ -61,7 +79,7 @@ struct Pool {
   }
   std::string class_name(std::uint32_t i) const {
     const CpEntry* c = at(i);
-    return c != nullptr && c->tag == 7 ? utf8(c->a) : std::string();
+    return c != nullptr && c->tag == 7 ? ir_name(utf8(c->a)) : std::string();
   }
   // Field/method/interface-method ref or invokedynamic: (owner, name, descriptor).
   bool member(std::uint32_t i, std::string* owner, std::string* name, std::string* desc) const {
@@ -79,7 +97,7 @@ struct Pool {
     }
     const CpEntry* n = at(nat);
     if (n == nullptr || n->tag != 12) return false;
-    *name = utf8(n->a);
+    *name = ir_name(utf8(n->a));
     *desc = utf8(n->b);
     return !owner->empty() && !name->empty() && !desc->empty();
   }
@@ -131,7 +149,7 @@ class MethodTranslator {
   }
 
  private:
-  Reg local(std::int64_t i) const { return static_cast<Reg>(i); }
+  Reg local(std::int64_t i) { return i < 0 || i >= L_ ? (bad_ = true, 0) : static_cast<Reg>(i); }
   Reg st(std::int64_t s) { return s < 0 || s >= S_ + 2 ? (bad_ = true, 0) : static_cast<Reg>(L_ + s); }
   Reg scratch() const { return L_ + S_ + 2; }
 
@@ -168,7 +186,9 @@ class MethodTranslator {
         in.i1 = r.u2();
         in.i2 = r.u1();
       } else if (op == 0xaa || op == 0xab) {
-        while (r.pos() % 4 != 0) r.u1();
+        // 0-3 pad bytes up to a 4-byte boundary of the code; skipped in one bounded step, as a
+        // loop on pos() never ends once the reader has failed (bytecode ending inside the pad).
+        r.bytes((4 - r.pos() % 4) % 4);
         in.targets.push_back(in.off + static_cast<std::int32_t>(r.u4()));
         if (op == 0xaa) {
           std::int64_t lo = static_cast<std::int32_t>(r.u4()), hi = static_cast<std::int32_t>(r.u4());
@@ -731,7 +751,7 @@ Result<ClassImport> import_class(std::string_view bytes) {
   std::uint32_t methods = r.u2();
   for (std::uint32_t i = 0; i < methods && r.ok(); ++i) {
     const bool is_static = (r.u2() & 0x0008) != 0;
-    std::string name = pool.utf8(r.u2());
+    std::string name = ir_name(pool.utf8(r.u2()));
     std::string desc = pool.utf8(r.u2());
     std::uint32_t na = r.u2();
     std::string skip;

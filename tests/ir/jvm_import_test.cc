@@ -119,6 +119,68 @@ TEST_CASE("JVM import: corrupt class files give errors, never crashes", "[ir]") 
   std::filesystem::remove_all(std::filesystem::path(path).parent_path(), ec);
 }
 
+// A class file "T" with one static method `method`()V whose Code attribute holds `code`, built
+// byte by byte so the test needs no JDK.
+std::string class_with_code(const std::string& code, const std::string& method = "m") {
+  std::string b;
+  auto u1 = [&](unsigned v) { b.push_back(static_cast<char>(v & 0xff)); };
+  auto u2 = [&](unsigned v) { u1(v >> 8); u1(v); };
+  auto u4 = [&](std::uint32_t v) { u2(v >> 16); u2(v & 0xffff); };
+  auto utf8 = [&](const std::string& s) { u1(1); u2(static_cast<unsigned>(s.size())); b += s; };
+  u4(0xCAFEBABE);
+  u2(0);
+  u2(52);
+  u2(6);  // constant pool: 1 "T", 2 Class #1, 3 "m", 4 "()V", 5 "Code"
+  utf8("T");
+  u1(7);
+  u2(1);
+  utf8(method);
+  utf8("()V");
+  utf8("Code");
+  u2(0x0021);  // public super
+  u2(2);       // this_class
+  u2(0);       // no super class
+  u2(0);       // interfaces
+  u2(0);       // fields
+  u2(1);       // methods
+  u2(0x0009);  // public static
+  u2(3);
+  u2(4);
+  u2(1);  // one attribute: Code
+  u2(5);
+  u4(static_cast<std::uint32_t>(2 + 2 + 4 + code.size() + 2 + 2));
+  u2(4);  // max_stack
+  u2(1);  // max_locals
+  u4(static_cast<std::uint32_t>(code.size()));
+  b += code;
+  u2(0);  // exception table
+  u2(0);  // attributes
+  u2(0);  // class attributes
+  return b;
+}
+
+TEST_CASE("JVM import: bytecode ending inside a switch's alignment pad is skipped, not a hang", "[ir][regression]") {
+  // nop; tableswitch at offset 1 whose 2 pad bytes (to offset 4) run past the end of the code.
+  // The importer used to loop forever skipping the pad once its reader had failed
+  // (tests/fuzz/corpus/jvm_import/regression-switch-pad-past-end.class is the same input).
+  for (const std::string& code : {std::string("\x00\xaa", 2), std::string("\x00\xab", 2), std::string("\x00\x00\xaa", 3)}) {
+    auto r = import_class(class_with_code(code));
+    REQUIRE(r.ok());
+    REQUIRE(r->skipped.size() == 1);
+    CHECK(r->skipped[0] == "T.m()V: truncated bytecode");
+  }
+  // A whole tableswitch after the same pad still imports: iconst_0 at 0, tableswitch at 1, pad
+  // to 4, then default, low, high and one case, all jumping to the return at 20 (1 + 19).
+  std::string whole("\x03\xaa\x00\x00", 4);
+  for (std::int32_t v : {19, 0, 0, 19})
+    for (int k = 3; k >= 0; --k) whole.push_back(static_cast<char>((v >> (8 * k)) & 0xff));
+  whole.push_back(static_cast<char>(0xb1));
+  auto r = import_class(class_with_code(whole));
+  REQUIRE(r.ok());
+  CHECK(r->skipped.empty());
+  CHECK(r->module.functions.size() == 1);
+}
+
 }  // namespace
 
 namespace {
@@ -180,4 +242,36 @@ TEST_CASE("JVM import: .jar and .jmod archives yield the same class files", "[ir
   std::filesystem::remove_all(std::filesystem::path(path).parent_path(), ec);
 }
 
+}  // namespace objprof::ir
+
+namespace objprof::ir {
+namespace {
+
+TEST_CASE("JVM import: a local index past max_locals skips the method instead of emitting a bad register", "[ir][regression]") {
+  // iload 255; pop; return, with max_locals 1. The importer used to emit v255 in a function of
+  // 8 registers, which printed but did not parse back (found by fuzz_jvm_import; the corpus
+  // input is regression-local-index-past-max-locals.class).
+  auto r = import_class(class_with_code(std::string("\x15\xff\x57\xb1", 4)));
+  REQUIRE(r.ok());
+  REQUIRE(r->skipped.size() == 1);
+  CHECK(r->skipped[0].find("register out of range") != std::string::npos);
+}
+
+TEST_CASE("JVM import: names with bytes the IR cannot spell are escaped, so the module round-trips", "[ir][regression]") {
+  // Found by fuzz_jvm_import (regression-control-byte-in-name-roundtrip.class): a control byte,
+  // or any non-ASCII name, was printed raw and the IR parser refused it.
+  for (const std::string& name : {std::string("m\x1e"), std::string("caf\xc3\xa9"), std::string("9lives"), std::string("a.b")}) {
+    auto r = import_class(class_with_code(std::string("\xb1", 1), name));
+    REQUIRE(r.ok());
+    REQUIRE(r->module.functions.size() == 1);
+    const std::string printed = print_module(r->module);
+    auto back = parse_module(printed, "T");
+    REQUIRE(back.ok());
+    CHECK(*back == r->module);
+  }
+  CHECK(import_class(class_with_code(std::string("\xb1", 1), "m\x1e"))->module.functions[0].name == "T.m$1e");
+  CHECK(import_class(class_with_code(std::string("\xb1", 1), "<init>"))->module.functions[0].name == "T.<init>");
+}
+
+}  // namespace
 }  // namespace objprof::ir

@@ -54,7 +54,7 @@ class CohortBuilder {
   std::size_t cohorts_, samples_;
   std::vector<std::uint64_t> alloc_objects_, alloc_bytes_, dead_, lifetime_sum_;  // per cohort
   // cohorts x (samples + 1) difference arrays
-  std::vector<std::int64_t> live_objects_, live_bytes_;
+  std::vector<std::uint64_t> live_objects_, live_bytes_;
   std::vector<std::uint64_t> deaths_at_, lifetime_at_;
 };
 

@@ -39,7 +39,7 @@ class LiveSeriesBuilder {
   GroupBy by_;
   std::size_t samples_;
   std::vector<std::uint64_t> objects_, bytes_;
-  std::vector<std::int64_t> live_objects_, live_bytes_;  // groups x (samples + 1) differences
+  std::vector<std::uint64_t> live_objects_, live_bytes_;  // groups x (samples + 1) differences
 };
 
 LiveSeriesView live_series(const TraceAnalysis& a, GroupBy by, const ObjectFilter& filter = {},

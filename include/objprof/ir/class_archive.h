@@ -5,6 +5,7 @@
 #include "objprof/result.h"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace objprof::ir {
@@ -17,5 +18,7 @@ struct ArchiveEntry {
 // Every entry whose name ends in ".class", in archive order. Errors (kIo, kCorrupt) name the
 // archive and, for a damaged entry, the entry.
 Result<std::vector<ArchiveEntry>> read_class_archive(const std::string& path);
+// The same from an archive already in memory; `name` stands for it in error messages.
+Result<std::vector<ArchiveEntry>> read_class_archive_bytes(std::string_view data, const std::string& name);
 
 }  // namespace objprof::ir

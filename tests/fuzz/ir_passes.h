@@ -1,0 +1,39 @@
+// Every elimination pass, and the path checker on its decisions, over each function of a
+// module that verifies: the part of the IR targets shared by IR text and class files.
+#pragma once
+
+#include "fuzz_check.h"
+
+#include <objprof/ir/analysis.h>
+#include <objprof/ir/checker.h>
+#include <objprof/ir/elim.h>
+#include <objprof/ir/text.h>
+
+namespace objprof::fuzz {
+
+inline void run_passes(const ir::Module& m) {
+  for (const ir::Function& f : m.functions) {
+    if (!verify_function(f, &m).ok()) continue;  // only verified functions reach the passes
+    (void)ir::print_function(f);
+    for (ir::PassKind pass : {ir::PassKind::kNone, ir::PassKind::kPaper, ir::PassKind::kGlobal}) {
+      for (ir::SafepointMode mode : {ir::SafepointMode::kExact, ir::SafepointMode::kPaper}) {
+        ir::ElimOptions o;
+        o.pass = pass;
+        o.safepoints = mode;
+        o.paper_region_budget = 16;
+        auto r = ir::run_elim(f, o, &m);
+        if (!r.ok()) continue;
+        OBJPROF_FUZZ_CHECK(r->accesses.size() == ir::make_all_kept(f).accesses.size());
+        for (const ir::AccessDecision& d : r->accesses) (void)ir::describe(d);
+        // A few random paths: removed accesses must really be covered by an earlier one.
+        const ir::CheckReport report = ir::check_function(f, *r, ir::check_options_for(*r, 4, 1));
+        if (!report.ok()) {
+          std::fprintf(stderr, "%s\n", ir::format_violation(f, *report.violation).c_str());
+          OBJPROF_FUZZ_CHECK(report.ok());
+        }
+      }
+    }
+  }
+}
+
+}  // namespace objprof::fuzz
