@@ -152,8 +152,20 @@ void Profiler::protocol_error(std::string_view hook, Address addr, std::string w
     options_.on_protocol_error(err);
     return;
   }
-  std::fprintf(stderr, "%s\n", err.message.c_str());
-  if (check_hooks_) std::abort();
+  if (check_hooks_) {
+    std::fprintf(stderr, "%s\n", err.message.c_str());
+    std::abort();
+  }
+  // A runtime that gets one hook wrong usually gets it wrong at every call: print a few.
+  constexpr std::uint64_t kPrinted = 10;
+  std::uint64_t n;
+  {
+    std::lock_guard<std::mutex> lock(state_->protocol_mutex);
+    n = state_->protocol_errors;
+  }
+  if (n <= kPrinted) std::fprintf(stderr, "%s\n", err.message.c_str());
+  if (n == kPrinted)
+    std::fprintf(stderr, "objprof: further protocol errors are counted (ProfilerStats::protocol_errors), not printed\n");
 }
 
 Status Profiler::protocol_status() const {
@@ -162,13 +174,28 @@ Status Profiler::protocol_status() const {
   return {};
 }
 
-bool Profiler::check_alloc(ThreadState& thread, Address addr, std::uint64_t size) {
-  if (!thread.attached()) {
-    protocol_error("on_alloc", addr, fmt::format("thread {} ('{}') is detached", thread.id(), thread.name()));
-    return false;
+bool Profiler::in_spaces(Address addr, std::uint64_t bytes) const noexcept {
+  for (const HeapSpace& s : state_->spaces) {
+    const Address off = addr - s.begin();
+    if (off < s.size() && bytes <= s.size() - off) return true;
   }
-  write_header_once();  // the checker learns the spaces there
-  return state_->checker->alloc(thread, addr, size);
+  return false;
+}
+
+bool Profiler::check_alloc(ThreadState& thread, Address addr, std::uint64_t size) {
+  if (state_->checker) {
+    if (!thread.attached()) {
+      protocol_error("on_alloc", addr, fmt::format("thread {} ('{}') is detached", thread.id(), thread.name()));
+      return false;
+    }
+    return state_->checker->alloc(thread, addr, size);
+  }
+  if (in_spaces(addr, size)) return true;
+  protocol_error("on_alloc", addr,
+                 fmt::format("object [{:#x}, +{}) does not lie inside one registered space (add_space); the "
+                             "allocation is dropped",
+                             addr, size));
+  return false;
 }
 
 Result<std::unique_ptr<Profiler>> Profiler::create(ProfilerOptions options) {
@@ -243,6 +270,11 @@ void Profiler::write_header_once() {
     state_->frozen.store(true);
     state_->tracker.set_spaces(state_->spaces);
     if (state_->checker) state_->checker->set_spaces(state_->spaces);
+    if (state_->spaces.size() == 1) {
+      space_begin_ = state_->spaces[0].begin();
+      space_bytes_ = state_->spaces[0].size();
+    }
+    slow_alloc_ = check_hooks_ || state_->spaces.size() != 1;
     if (!state_->control) return;
     std::size_t bytes = 1 + 4 + 2;
     for (const HeapSpace& s : state_->spaces) bytes += 4 + 8 + 8 + EventBuffer::string_bytes(s.name());
@@ -504,6 +536,11 @@ void Profiler::on_move(Address from, Address to) {
     protocol_error("on_move", from, fmt::format("moved to {:#x} outside gc_begin/gc_end; the event is dropped", to));
     return;
   }
+  if (!in_spaces(from, 0) || !in_spaces(to, 0)) [[unlikely]] {
+    protocol_error("on_move", from,
+                   fmt::format("moved to {:#x}: an address outside every registered space; the event is dropped", to));
+    return;
+  }
   if (state_->checker) state_->checker->move(from, to);
   auto& local = collector_local(*state_);
   if (EventBuffer* b = collector_buffer(*state_, local)) b->move(from, to);
@@ -517,6 +554,12 @@ void Profiler::on_move_range(Address from, Address to, std::uint64_t bytes) {
                    fmt::format("{} bytes moved to {:#x} outside gc_begin/gc_end; the event is dropped", bytes, to));
     return;
   }
+  if (!in_spaces(from, bytes) || !in_spaces(to, bytes)) [[unlikely]] {
+    protocol_error("on_move_range", from,
+                   fmt::format("{} bytes moved to {:#x}: a range outside every registered space; the event is dropped",
+                               bytes, to));
+    return;
+  }
   if (state_->checker) state_->checker->move_range(from, to, bytes);
   auto& local = collector_local(*state_);
   if (EventBuffer* b = collector_buffer(*state_, local)) b->move_range(from, to, bytes);
@@ -527,6 +570,10 @@ void Profiler::on_move_range(Address from, Address to, std::uint64_t bytes) {
 void Profiler::on_free(Address addr) {
   if (!in_gc_.load(std::memory_order_relaxed)) [[unlikely]] {
     protocol_error("on_free", addr, "called outside gc_begin/gc_end; the event is dropped");
+    return;
+  }
+  if (!in_spaces(addr, 0)) [[unlikely]] {
+    protocol_error("on_free", addr, "an address outside every registered space; the event is dropped");
     return;
   }
   if (state_->checker) state_->checker->free(addr);

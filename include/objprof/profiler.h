@@ -19,8 +19,8 @@
 //   (it may be attached by another, e.g. the thread that creates the VM's thread). After
 //   detach_thread returns, the ThreadState is gone: the embedder must not use it again.
 //
-// Misuse (ProtocolError): a collector hook outside gc_begin/gc_end is always refused (dropped
-// and reported). With check_hooks on, the profiler also keeps a shadow of every live object
+// Misuse (ProtocolError): a collector hook outside gc_begin/gc_end, and an alloc, move or free
+// outside every registered space, is always refused (dropped and reported). With check_hooks on, the profiler also keeps a shadow of every live object
 // and reports an alloc outside every space or over memory nobody freed, a free or move of an
 // address where no live object starts, an object moved or freed twice in one GC, a move onto
 // memory still in use, and a ThreadState used by a thread that does not own it.
@@ -166,7 +166,8 @@ class Profiler {
 
   // --- allocator hook (mutator thread, fast path) ---
   void on_alloc(ThreadState& thread, std::uint32_t site, std::uint32_t type, Address addr, std::uint64_t size) {
-    if (check_hooks_) [[unlikely]] {
+    // One compare for the usual single space; the checks, other layouts and misses go slow.
+    if (slow_alloc_ || !in_the_space(addr, size)) [[unlikely]] {
       if (!check_alloc(thread, addr, size)) return;
     }
     bump(thread.allocated_bytes, size);
@@ -204,11 +205,22 @@ class Profiler {
   void write_header_once();
   void report(const LeakReport& r);
   bool check_alloc(ThreadState& thread, Address addr, std::uint64_t size);
+  // [addr, addr + bytes) inside the only space (false with several spaces or none).
+  bool in_the_space(Address addr, std::uint64_t bytes) const noexcept {
+    const Address off = addr - space_begin_;
+    return off < space_bytes_ && bytes <= space_bytes_ - off;
+  }
+  // [addr, addr + bytes) inside one registered space (the trace reader refuses anything else).
+  bool in_spaces(Address addr, std::uint64_t bytes) const noexcept;
   void protocol_error(std::string_view hook, Address addr, std::string what);
 
   ProfilerOptions options_;
   std::uint64_t min_tracked_size_;
   bool check_hooks_;
+  // Set once, when the spaces freeze (write_header_once, before any thread is attached).
+  bool slow_alloc_ = true;
+  Address space_begin_ = 0;
+  std::uint64_t space_bytes_ = 0;
   std::atomic<std::uint64_t> epoch_{0};
   std::atomic<bool> in_gc_{false};
   std::unique_ptr<internal::ProfilerState> state_;

@@ -1,11 +1,13 @@
 // The hook protocol's debug checks (ProfilerOptions::check_hooks): every misuse is reported
 // once, naming the hook and the address, and correct use reports nothing.
 #include <objprof/profiler.h>
+#include <objprof/trace_reader.h>
 
 #include "test_support.h"
 
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -240,4 +242,38 @@ TEST_CASE("hook checks: without check_hooks the profiler keeps no shadow and rep
   r.alloc(256, 64);  // would be an overlap under the checks
   r.gc([&] { r.prof->on_free(r.heap.at(2048)); });
   CHECK(r.errors.empty());
+}
+
+TEST_CASE("hook checks: addresses outside every space are refused even without check_hooks, and the trace stays "
+          "readable",
+          "[core][protocol]") {
+  FakeHeap heap(1 << 16);
+  auto sink = std::make_unique<MemorySink>();
+  MemorySink* raw = sink.get();
+  std::vector<std::string> errors;
+  ProfilerOptions o;
+  o.check_hooks = false;
+  o.trace_sink = std::move(sink);
+  o.default_leak_printer = false;
+  o.on_protocol_error = [&](const ProtocolError& e) { errors.push_back(std::string(e.hook)); };
+  auto prof = std::move(*Profiler::create(std::move(o)));
+  REQUIRE(prof->add_space(heap.space()).ok());
+  ThreadState* t = *prof->attach_thread(1, "main");
+  const Address outside = heap.space().end() + 4096;
+  prof->on_alloc(*t, 1, 1, heap.at(0), 64);
+  prof->on_alloc(*t, 1, 1, outside, 64);
+  prof->on_alloc(*t, 1, 1, heap.space().end() - 32, 64);  // crosses the end
+  REQUIRE(prof->gc_begin(GcKind::kFull).ok());
+  prof->on_free(outside);
+  prof->on_move(heap.at(0), outside);
+  prof->on_move_range(heap.at(0), heap.space().end() - 32, 64);
+  REQUIRE(prof->gc_end().ok());
+  REQUIRE(prof->finish().ok());
+  CHECK(errors == std::vector<std::string>{"on_alloc", "on_alloc", "on_free", "on_move", "on_move_range"});
+  CHECK(prof->stats().objects_allocated == 1);
+  auto c = trace::load(raw->data());
+  REQUIRE(c.ok());  // nothing the reader would refuse reached the trace
+  CHECK(c->allocs.size() == 1);
+  CHECK(c->frees.empty());
+  CHECK(c->moves.empty());
 }

@@ -185,17 +185,29 @@ TEST_CASE("JVM import: bytecode ending inside a switch's alignment pad is skippe
 
 namespace {
 
-// Packs the compiled probe into a .jar and a .jmod with the JDK's own tools; empty when absent.
-std::pair<std::string, std::string> pack_probe(const std::string& class_file) {
+// Packs the compiled probe into a .jar and a .jmod with the JDK's own tools: pairs of
+// (archive, the Probe.class it holds); an empty archive path when a tool failed. A .jmod holds
+// a named module, and a module cannot contain the unnamed package, so it gets its own
+// compilation of the same source in package `probe`.
+std::vector<std::pair<std::string, std::string>> pack_probe(const std::string& class_file) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(class_file).parent_path();
-  std::string jar, jmod;
+  std::vector<std::pair<std::string, std::string>> out;
+  std::string jar;
   if (std::system(fmt::format("cd '{}' && jar cf probe.jar *.class > jar.log 2>&1", dir.string()).c_str()) == 0)
     jar = (dir / "probe.jar").string();
-  if (std::system(fmt::format("cd '{}' && mkdir -p cls && cp *.class cls/ && jmod create --class-path cls probe.jmod > jmod.log 2>&1",
-                              dir.string()).c_str()) == 0)
+  out.emplace_back(jar, class_file);
+  fs::create_directories(dir / "mod" / "probe");
+  std::ofstream(dir / "mod" / "module-info.java") << "module probe { exports probe; }\n";
+  std::ofstream(dir / "mod" / "probe" / "Probe.java") << "package probe;\n" << kJavaSource;
+  std::string jmod;
+  if (std::system(fmt::format("cd '{}' && javac -d cls mod/module-info.java mod/probe/Probe.java > jmod.log 2>&1 && "
+                              "jmod create --class-path cls probe.jmod >> jmod.log 2>&1",
+                              dir.string())
+                      .c_str()) == 0)
     jmod = (dir / "probe.jmod").string();
-  return {jar, jmod};
+  out.emplace_back(jmod, (dir / "cls" / "probe" / "Probe.class").string());
+  return out;
 }
 
 }  // namespace
@@ -205,13 +217,12 @@ TEST_CASE("JVM import: .jar and .jmod archives yield the same class files", "[ir
   if (path.empty()) {
     FAIL("no working javac on PATH: scripts/setup.sh installs default-jdk-headless");
   }
-  const auto [jar, jmod] = pack_probe(path);
-  const std::string original = test::read_file(path);
-  for (const std::string& archive : {jar, jmod}) {
+  for (const auto& [archive, class_path] : pack_probe(path)) {
     if (archive.empty()) {
-      FAIL("the JDK's jar or jmod tool failed (see jar.log / jmod.log in the probe directory)");
+      FAIL("the JDK's jar or jmod tool failed (see jar.log / jmod.log in " << path << "'s directory)");
     }
     CAPTURE(archive);
+    const std::string original = test::read_file(class_path);
     auto entries = read_class_archive(archive);
     REQUIRE(entries.ok());
     bool found = false;
