@@ -129,17 +129,10 @@ void HookChecker::gc_begin() {
 }
 
 void HookChecker::gc_end() {
-  std::vector<Move> moves;
-  std::vector<RangeMove> ranges;
+  std::vector<MoveLog> moves;
+  std::vector<RangeMoveLog> ranges;
   std::vector<Address> frees;
-  for (Local& local : locals_) {
-    moves.insert(moves.end(), local.moves.begin(), local.moves.end());
-    ranges.insert(ranges.end(), local.ranges.begin(), local.ranges.end());
-    frees.insert(frees.end(), local.frees.begin(), local.frees.end());
-    local.moves.clear();
-    local.ranges.clear();
-    local.frees.clear();
-  }
+  gather_collector_logs(locals_, moves, ranges, frees);
   if (moves.empty() && ranges.empty() && frees.empty()) return;
   std::vector<Fate> fate(live_.size(), Fate::kStays);
   std::vector<Address> dest(live_.size(), 0);
@@ -165,7 +158,7 @@ void HookChecker::gc_end() {
     }
     claim(i, Fate::kFreed, 0, "on_free", a);
   }
-  for (const Move& m : moves) {
+  for (const MoveLog& m : moves) {
     const std::size_t i = find(m.from);
     if (i == npos) {
       report("on_move", m.from,
@@ -180,7 +173,7 @@ void HookChecker::gc_end() {
     }
     claim(i, Fate::kMoved, m.to, "on_move", m.from);
   }
-  for (const RangeMove& r : ranges) {
+  for (const RangeMoveLog& r : ranges) {
     auto first = std::lower_bound(live_.begin(), live_.end(), r.from,
                                   [](const Object& o, Address a) { return o.addr + o.size <= a; });
     for (auto it = first; it != live_.end() && it->addr < r.from + r.bytes; ++it) {

@@ -22,6 +22,7 @@
 
 #include "objprof/heap_space.h"
 #include "objprof/thread_state.h"
+#include "stale_tracker.h"
 
 #include <tbb/enumerable_thread_specific.h>
 
@@ -64,17 +65,10 @@ class HookChecker {
     Address addr;
     std::uint64_t size;
   };
-  struct Move {
-    Address from, to;
-  };
-  struct RangeMove {
-    Address from, to;
-    std::uint64_t bytes;
-  };
   struct Local {
     std::vector<Object> allocs;
-    std::vector<Move> moves;
-    std::vector<RangeMove> ranges;
+    std::vector<MoveLog> moves;
+    std::vector<RangeMoveLog> ranges;
     std::vector<Address> frees;
     // Skips the owner lookup for repeated allocs with one ThreadState, until any detach (a
     // detached ThreadState is freed, and a new one may get its address).

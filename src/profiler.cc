@@ -594,14 +594,9 @@ Status Profiler::gc_end() {
   moves.clear();
   ranges.clear();
   frees.clear();
+  internal::gather_collector_logs(st.collectors, moves, ranges, frees);
   for (auto& local : st.collectors) {
     if (local.buffer) local.buffer->flush();
-    moves.insert(moves.end(), local.moves.begin(), local.moves.end());
-    ranges.insert(ranges.end(), local.ranges.begin(), local.ranges.end());
-    frees.insert(frees.end(), local.frees.begin(), local.frees.end());
-    local.moves.clear();
-    local.ranges.clear();
-    local.frees.clear();
     st.moves += local.moves_seen;
     st.frees += local.frees_seen;
     local.moves_seen = local.frees_seen = 0;

@@ -29,6 +29,21 @@ static_assert(sizeof(TrackedRecord) == 16, "the tracker promises 16 bytes per tr
 struct MoveLog { Address from, to; };
 struct RangeMoveLog { Address from, to; std::uint64_t bytes; };
 
+// Appends the per-collector-thread logs (anything with moves, ranges and frees vectors of these
+// types) to one set of vectors and empties them, keeping their capacity for the next GC.
+template <class Locals>
+void gather_collector_logs(Locals& locals, std::vector<MoveLog>& moves, std::vector<RangeMoveLog>& ranges,
+                           std::vector<Address>& frees) {
+  for (auto& local : locals) {
+    moves.insert(moves.end(), local.moves.begin(), local.moves.end());
+    ranges.insert(ranges.end(), local.ranges.begin(), local.ranges.end());
+    frees.insert(frees.end(), local.frees.begin(), local.frees.end());
+    local.moves.clear();
+    local.ranges.clear();
+    local.frees.clear();
+  }
+}
+
 class StaleTracker {
  public:
   static constexpr std::uint32_t kReported = 0x8000'0000u;
