@@ -22,10 +22,8 @@ void HookChecker::report(std::string_view hook, Address addr, std::string what) 
   report_(hook, addr, std::move(what));
 }
 
-const HeapSpace* HookChecker::space_of(Address addr, std::uint64_t size) const noexcept {
-  for (const HeapSpace& s : spaces_)
-    if (addr >= s.begin() && addr < s.end() && size <= s.end() - addr) return &s;
-  return nullptr;
+bool HookChecker::in_spaces(Address addr, std::uint64_t size) const noexcept {
+  return std::any_of(spaces_.begin(), spaces_.end(), [&](const HeapSpace& s) { return s.contains(addr, size); });
 }
 
 std::size_t HookChecker::find(Address addr) const noexcept {
@@ -59,11 +57,6 @@ bool HookChecker::alloc(const ThreadState& thread, Address addr, std::uint64_t s
   check_owner(thread, local, "on_alloc");
   if (size == 0) {
     report("on_alloc", addr, "object of size 0 (every object covers at least one granule)");
-    return false;
-  }
-  if (!space_of(addr, size)) {
-    report("on_alloc", addr,
-           fmt::format("object [{:#x}, +{}) does not lie inside one registered space (add_space)", addr, size));
     return false;
   }
   local.allocs.push_back({addr, size});
@@ -166,7 +159,7 @@ void HookChecker::gc_end() {
                          m.to));
       continue;
     }
-    if (!space_of(m.to, live_[i].size)) {
+    if (!in_spaces(m.to, live_[i].size)) {
       report("on_move", m.from,
              fmt::format("destination [{:#x}, +{}) does not lie inside one registered space", m.to, live_[i].size));
       continue;
@@ -184,7 +177,7 @@ void HookChecker::gc_end() {
         continue;
       }
       const Address to = r.to + (it->addr - r.from);
-      if (!space_of(to, it->size)) {
+      if (!in_spaces(to, it->size)) {
         report("on_move_range", r.from,
                fmt::format("moves the object {:#x} to [{:#x}, +{}), outside every registered space", it->addr, to,
                            it->size));

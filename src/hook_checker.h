@@ -6,7 +6,8 @@
 // killed by an unrelated free). The checker keeps a shadow of every live object (address and
 // size, sorted) and checks each hook against it:
 // - on_alloc: the calling OS thread owns the ThreadState (the first thread that allocates
-//   with it or detaches it), and [addr, addr + size) lies inside one registered space; at the
+//   with it or detaches it) and the object is not empty (the profiler itself refuses one
+//   outside every registered space); at the
 //   next gc_begin, the new objects may not overlap each other or any object still alive;
 // - on_free / on_move / on_move_range (checked at gc_end, where the cycle's events are
 //   complete): the object is alive at its pre-GC address, it is freed or moved at most once
@@ -46,8 +47,8 @@ class HookChecker {
 
   void set_spaces(std::vector<HeapSpace> spaces) { spaces_ = std::move(spaces); }
 
-  // Mutator side, from any number of threads. alloc() returns false when the allocation
-  // cannot be recorded at all (outside every space): the profiler then drops the event.
+  // Mutator side, from any number of threads. The profiler has already refused allocations
+  // outside every space; alloc() returns false for one it must drop as well (size 0).
   bool alloc(const ThreadState& thread, Address addr, std::uint64_t size);
   void detach(const ThreadState& thread);
 
@@ -77,7 +78,7 @@ class HookChecker {
   };
 
   void report(std::string_view hook, Address addr, std::string what);
-  const HeapSpace* space_of(Address addr, std::uint64_t size) const noexcept;
+  bool in_spaces(Address addr, std::uint64_t size) const noexcept;
   bool check_owner(const ThreadState& thread, Local& local, std::string_view hook);
   // Index of the live object starting exactly at addr, or npos.
   std::size_t find(Address addr) const noexcept;

@@ -27,6 +27,18 @@ void ThreadState::set_buffer(std::unique_ptr<EventBuffer> buffer) noexcept { buf
 
 namespace internal {
 
+// A ThreadState's clocks and barrier counters, summed over threads (ProfilerStats).
+struct ThreadTotals {
+  std::uint64_t bytes = 0, objects = 0, barriers = 0, cache_hits = 0, marks = 0;
+  void add(const ThreadState& t) {
+    bytes += t.allocated_bytes.load(std::memory_order_relaxed);
+    objects += t.allocated_objects.load(std::memory_order_relaxed);
+    barriers += t.counters.executed.load(std::memory_order_relaxed);
+    cache_hits += t.counters.cache_hits.load(std::memory_order_relaxed);
+    marks += t.counters.marks.load(std::memory_order_relaxed);
+  }
+};
+
 // What one collector thread logs during a GC cycle.
 struct CollectorLocal {
   std::unique_ptr<EventBuffer> buffer;
@@ -64,9 +76,8 @@ struct ProfilerState {
   std::vector<std::unique_ptr<ThreadState>> threads;  // attached threads only
   // What detached (and freed) threads left behind, under threads_mutex: their clocks and
   // counters, and tracked objects the next gc_begin has not added yet.
-  struct Retired {
-    std::uint64_t bytes = 0, objects = 0, barriers = 0, cache_hits = 0, marks = 0, threads = 0;
-  } retired;
+  ThreadTotals retired;
+  std::uint64_t retired_threads = 0;
   std::vector<PendingTracked> orphaned_tracked;
 
   std::unique_ptr<HookChecker> checker;  // only with ProfilerOptions::check_hooks
@@ -143,9 +154,10 @@ void Profiler::protocol_error(std::string_view hook, Address addr, std::string w
   err.epoch = epoch();
   err.message = addr != 0 ? fmt::format("objprof: protocol error in {}({:#x}) in epoch {}: {}", hook, addr, err.epoch, what)
                           : fmt::format("objprof: protocol error in {} in epoch {}: {}", hook, err.epoch, what);
+  std::uint64_t n;  // this error's number, from 1
   {
     std::lock_guard<std::mutex> lock(state_->protocol_mutex);
-    ++state_->protocol_errors;
+    n = ++state_->protocol_errors;
     if (!state_->first_protocol_error) state_->first_protocol_error = make_error(ErrorCode::kProtocol, err.message);
   }
   if (options_.on_protocol_error) {
@@ -158,11 +170,6 @@ void Profiler::protocol_error(std::string_view hook, Address addr, std::string w
   }
   // A runtime that gets one hook wrong usually gets it wrong at every call: print a few.
   constexpr std::uint64_t kPrinted = 10;
-  std::uint64_t n;
-  {
-    std::lock_guard<std::mutex> lock(state_->protocol_mutex);
-    n = state_->protocol_errors;
-  }
   if (n <= kPrinted) std::fprintf(stderr, "%s\n", err.message.c_str());
   if (n == kPrinted)
     std::fprintf(stderr, "objprof: further protocol errors are counted (ProfilerStats::protocol_errors), not printed\n");
@@ -175,27 +182,19 @@ Status Profiler::protocol_status() const {
 }
 
 bool Profiler::in_spaces(Address addr, std::uint64_t bytes) const noexcept {
-  for (const HeapSpace& s : state_->spaces) {
-    const Address off = addr - s.begin();
-    if (off < s.size() && bytes <= s.size() - off) return true;
-  }
-  return false;
+  const auto& spaces = state_->spaces;
+  return std::any_of(spaces.begin(), spaces.end(), [&](const HeapSpace& s) { return s.contains(addr, bytes); });
 }
 
 bool Profiler::check_alloc(ThreadState& thread, Address addr, std::uint64_t size) {
-  if (state_->checker) {
-    if (!thread.attached()) {
-      protocol_error("on_alloc", addr, fmt::format("thread {} ('{}') is detached", thread.id(), thread.name()));
-      return false;
-    }
-    return state_->checker->alloc(thread, addr, size);
+  if (!in_spaces(addr, size)) {
+    protocol_error("on_alloc", addr,
+                   fmt::format("object [{:#x}, +{}) does not lie inside one registered space (add_space); the "
+                               "allocation is dropped",
+                               addr, size));
+    return false;
   }
-  if (in_spaces(addr, size)) return true;
-  protocol_error("on_alloc", addr,
-                 fmt::format("object [{:#x}, +{}) does not lie inside one registered space (add_space); the "
-                             "allocation is dropped",
-                             addr, size));
-  return false;
+  return !state_->checker || state_->checker->alloc(thread, addr, size);
 }
 
 Result<std::unique_ptr<Profiler>> Profiler::create(ProfilerOptions options) {
@@ -337,7 +336,7 @@ Result<ThreadState*> Profiler::attach_thread(std::uint32_t id, std::string name)
   {
     std::unique_lock<std::shared_mutex> lock(state_->threads_mutex);
     for (const auto& other : state_->threads)
-      if (other->attached() && other->id() == id)
+      if (other->id() == id)
         return make_error(ErrorCode::kInvalidArgument, fmt::format("thread id {} is already attached", id));
     state_->threads.push_back(std::move(t));
   }
@@ -368,13 +367,8 @@ void Profiler::detach_thread(ThreadState& thread) {
     if (st.checker) st.checker->detach(thread);
     id = thread.id();
     if (EventBuffer* b = thread.buffer()) b->flush();
-    thread.set_attached(false);
-    st.retired.bytes += thread.allocated_bytes.load(std::memory_order_relaxed);
-    st.retired.objects += thread.allocated_objects.load(std::memory_order_relaxed);
-    st.retired.barriers += thread.counters.executed.load(std::memory_order_relaxed);
-    st.retired.cache_hits += thread.counters.cache_hits.load(std::memory_order_relaxed);
-    st.retired.marks += thread.counters.marks.load(std::memory_order_relaxed);
-    ++st.retired.threads;
+    st.retired.add(thread);
+    ++st.retired_threads;
     auto& pending = thread.pending_tracked();
     st.orphaned_tracked.insert(st.orphaned_tracked.end(), pending.begin(), pending.end());
     // Last in the vector, so the order of the others does not matter to anyone.
@@ -682,20 +676,15 @@ ProfilerStats Profiler::stats() const {
   s.epoch = epoch();
   {
     std::shared_lock<std::shared_mutex> lock(st.threads_mutex);
-    s.objects_allocated = st.retired.objects;
-    s.bytes_allocated = st.retired.bytes;
-    s.barriers_executed = st.retired.barriers;
-    s.barrier_cache_hits = st.retired.cache_hits;
-    s.bitmap_marks = st.retired.marks;
+    internal::ThreadTotals sum = st.retired;
+    for (const auto& t : st.threads) sum.add(*t);
+    s.objects_allocated = sum.objects;
+    s.bytes_allocated = sum.bytes;
+    s.barriers_executed = sum.barriers;
+    s.barrier_cache_hits = sum.cache_hits;
+    s.bitmap_marks = sum.marks;
     s.threads_attached = st.threads.size();
-    s.threads_detached = st.retired.threads;
-    for (const auto& t : st.threads) {
-      s.objects_allocated += t->allocated_objects.load(std::memory_order_relaxed);
-      s.bytes_allocated += t->allocated_bytes.load(std::memory_order_relaxed);
-      s.barriers_executed += t->counters.executed.load(std::memory_order_relaxed);
-      s.barrier_cache_hits += t->counters.cache_hits.load(std::memory_order_relaxed);
-      s.bitmap_marks += t->counters.marks.load(std::memory_order_relaxed);
-    }
+    s.threads_detached = st.retired_threads;
   }
   s.objects_tracked = st.objects_tracked.load(std::memory_order_relaxed);
   s.tracked_live = st.tracker.live();

@@ -36,6 +36,10 @@ class HeapSpace {
 
   // One compare: unsigned wrap-around makes addresses below begin huge.
   bool contains(Address addr) const noexcept { return addr - begin_ < end_ - begin_; }
+  // [addr, addr + bytes) lies inside the space (bytes 0: contains(addr)).
+  bool contains(Address addr, std::uint64_t bytes) const noexcept {
+    return contains(addr) && bytes <= end_ - addr;
+  }
   bool is_aligned(Address addr) const noexcept { return (addr & (alignment() - 1)) == 0; }
 
   std::uint64_t granule_count() const noexcept { return size() >> log2_alignment_; }

@@ -86,16 +86,12 @@ class alignas(kCacheLine) ThreadState {
   std::vector<internal::PendingTracked>& pending_tracked() noexcept { return pending_tracked_; }
   internal::PairCache& pair_cache() noexcept { return pair_cache_; }
 
-  bool attached() const noexcept { return attached_.load(std::memory_order_acquire); }
-  void set_attached(bool on) noexcept { attached_.store(on, std::memory_order_release); }
-
  private:
   std::uint32_t id_;
   std::string name_;
   std::unique_ptr<EventBuffer> buffer_;
   std::vector<internal::PendingTracked> pending_tracked_;
   internal::PairCache pair_cache_;
-  std::atomic<bool> attached_{true};
 };
 
 // Offset of the cache slot for code generators: arm64 `ldr x16, [x19, #offset]` (seed 001
