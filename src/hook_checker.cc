@@ -63,6 +63,24 @@ bool HookChecker::alloc(const ThreadState& thread, Address addr, std::uint64_t s
   return true;
 }
 
+bool HookChecker::resize(const ThreadState& thread, Address addr) {
+  Local& local = locals_.local();
+  check_owner(thread, local, "on_resize");
+  local.resizes.push_back(addr);
+  return true;
+}
+
+void HookChecker::check_resizes() {
+  for (Local& local : locals_) {
+    for (Address a : local.resizes)
+      if (find(a) == npos)
+        report("on_resize", a,
+               "no live object starts at this address (never allocated, or already freed): on_resize takes the "
+               "address on_alloc was given");
+    local.resizes.clear();
+  }
+}
+
 void HookChecker::detach(const ThreadState& thread) {
   Local& local = locals_.local();
   check_owner(thread, local, "detach_thread");
@@ -86,7 +104,10 @@ void HookChecker::gc_begin() {
     fresh.insert(fresh.end(), local.allocs.begin(), local.allocs.end());
     local.allocs.clear();
   }
-  if (fresh.empty()) return;
+  if (fresh.empty()) {
+    check_resizes();
+    return;
+  }
   std::sort(fresh.begin(), fresh.end(), [](const Object& a, const Object& b) { return a.addr < b.addr; });
   std::vector<Object> merged;
   merged.reserve(live_.size() + fresh.size());
@@ -119,6 +140,7 @@ void HookChecker::gc_begin() {
   }
   merged.insert(merged.end(), live_.begin() + static_cast<std::ptrdiff_t>(i), live_.end());
   live_ = std::move(merged);
+  check_resizes();  // the epoch's resizes may concern its new objects
 }
 
 void HookChecker::gc_end() {

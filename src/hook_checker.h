@@ -13,6 +13,7 @@
 //   complete): the object is alive at its pre-GC address, it is freed or moved at most once
 //   per GC, a range does not cut an object in two, a destination lies in a space, and no
 //   object ends up overlapping another;
+// - on_resize: the owning thread calls it, and (at the next gc_begin) an object starts there;
 // - detach_thread: called by the owning thread.
 // Each violation is reported once, naming the hook and the address; the shadow then follows
 // what the hook most plausibly meant so one mistake does not cascade into many reports.
@@ -50,6 +51,9 @@ class HookChecker {
   // Mutator side, from any number of threads. The profiler has already refused allocations
   // outside every space; alloc() returns false for one it must drop as well (size 0).
   bool alloc(const ThreadState& thread, Address addr, std::uint64_t size);
+  // on_resize: checked at the next gc_begin, when the epoch's allocations are known, that an
+  // object starts at addr.
+  bool resize(const ThreadState& thread, Address addr);
   void detach(const ThreadState& thread);
 
   // Collector side. The events are logged per collector thread and checked at gc_end.
@@ -71,6 +75,7 @@ class HookChecker {
     std::vector<MoveLog> moves;
     std::vector<RangeMoveLog> ranges;
     std::vector<Address> frees;
+    std::vector<Address> resizes;
     // Skips the owner lookup for repeated allocs with one ThreadState, until any detach (a
     // detached ThreadState is freed, and a new one may get its address).
     const ThreadState* last_owned = nullptr;
@@ -82,6 +87,7 @@ class HookChecker {
   bool check_owner(const ThreadState& thread, Local& local, std::string_view hook);
   // Index of the live object starting exactly at addr, or npos.
   std::size_t find(Address addr) const noexcept;
+  void check_resizes();
 
   Report report_;
   std::mutex report_mutex_;

@@ -92,6 +92,12 @@ struct ProfilerState {
   std::vector<MoveLog> gc_moves;                               // scratch for gc_end
   std::vector<RangeMoveLog> gc_ranges;
   std::vector<Address> gc_frees;
+  std::vector<PendingResize> gc_resizes;
+  std::vector<PendingResize> orphaned_resizes;  // of detached threads, under threads_mutex
+  // Under control_mutex: a GC bracket is open (mutator chunks are held), and the thread-end
+  // records of threads detached during it, written after the held chunks at gc_end.
+  bool in_bracket = false;
+  std::vector<std::uint32_t> deferred_thread_ends;
   std::atomic<std::uint64_t> objects_tracked{0};
   std::uint64_t leaks_reported = 0, bits_harvested = 0, moves = 0, frees = 0;
   std::uint64_t bytes_at_gc = 0;
@@ -371,45 +377,76 @@ void Profiler::detach_thread(ThreadState& thread) {
     ++st.retired_threads;
     auto& pending = thread.pending_tracked();
     st.orphaned_tracked.insert(st.orphaned_tracked.end(), pending.begin(), pending.end());
+    auto& resizes = thread.pending_resizes();
+    st.orphaned_resizes.insert(st.orphaned_resizes.end(), resizes.begin(), resizes.end());
     // Last in the vector, so the order of the others does not matter to anyone.
     std::swap(*it, st.threads.back());
     st.threads.pop_back();  // frees the ThreadState and its trace buffer
   }
-  if (st.control) {
-    std::lock_guard<std::mutex> lock(st.control_mutex);
-    std::uint8_t* p = st.control->begin_record(1 + 4);
-    p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kThreadEnd));
-    EventBuffer::put_u32(p, id);
-    st.control->flush();
+  std::lock_guard<std::mutex> lock(st.control_mutex);
+  // Inside a bracket the thread's last chunk is held until gc_end; its end record follows it.
+  if (st.in_bracket) st.deferred_thread_ends.push_back(id);
+  else write_thread_end(id);
+}
+
+void Profiler::write_thread_end(std::uint32_t id) {
+  ProfilerState& st = *state_;
+  if (!st.control) return;
+  std::uint8_t* p = st.control->begin_record(1 + 4);
+  p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kThreadEnd));
+  EventBuffer::put_u32(p, id);
+  st.control->flush();
+}
+
+std::uint32_t Profiler::intern_pair(ThreadState& thread, std::uint32_t site, std::uint32_t type) {
+  const std::uint64_t key = (std::uint64_t{site} << 32) | type;
+  internal::PairCache& cache = thread.pair_cache();
+  const std::size_t cache_slot = internal::PairCache::slot(key);
+  if (cache.keys[cache_slot] == key && key != internal::PairCache::kEmpty) return cache.pairs[cache_slot];
+  std::uint32_t pair;
+  tbb::concurrent_hash_map<std::uint64_t, std::uint32_t>::const_accessor found;
+  if (state_->pair_index.find(found, key)) {
+    pair = found->second;
+  } else {
+    found.release();
+    tbb::concurrent_hash_map<std::uint64_t, std::uint32_t>::accessor slot;
+    if (state_->pair_index.insert(slot, key)) {
+      slot->second = static_cast<std::uint32_t>(state_->pairs.push_back({site, type}) - state_->pairs.begin());
+    }
+    pair = slot->second;
   }
+  cache.keys[cache_slot] = key;
+  cache.pairs[cache_slot] = pair;
+  return pair;
+}
+
+std::uint32_t Profiler::size_granules(std::uint64_t size) const noexcept {
+  const std::uint32_t log2k = state_->spaces.empty() ? 3 : state_->spaces[0].log2_alignment();
+  return static_cast<std::uint32_t>(
+      std::min<std::uint64_t>((size + (std::uint64_t{1} << log2k) - 1) >> log2k, internal::StaleTracker::kSizeMask));
+}
+
+std::uint32_t Profiler::birth_epoch() const noexcept {
+  // Inside a GC bracket (a sweep running between mutator steps) a new object counts in the
+  // next epoch, as the trace does: its records are written after the bracket's gc-end.
+  return static_cast<std::uint32_t>(epoch() + (in_gc() ? 1 : 0));
 }
 
 void Profiler::track_alloc(ThreadState& thread, std::uint32_t site, std::uint32_t type, Address addr, std::uint64_t size) {
-  const std::uint64_t key = (std::uint64_t{site} << 32) | type;
-  std::uint32_t pair;
-  internal::PairCache& cache = thread.pair_cache();
-  const std::size_t cache_slot = internal::PairCache::slot(key);
-  if (cache.keys[cache_slot] == key && key != internal::PairCache::kEmpty) {
-    pair = cache.pairs[cache_slot];
-  } else {
-    tbb::concurrent_hash_map<std::uint64_t, std::uint32_t>::const_accessor found;
-    if (state_->pair_index.find(found, key)) {
-      pair = found->second;
-    } else {
-      found.release();
-      tbb::concurrent_hash_map<std::uint64_t, std::uint32_t>::accessor slot;
-      if (state_->pair_index.insert(slot, key)) {
-        slot->second = static_cast<std::uint32_t>(state_->pairs.push_back({site, type}) - state_->pairs.begin());
-      }
-      pair = slot->second;
-    }
-    cache.keys[cache_slot] = key;
-    cache.pairs[cache_slot] = pair;
-  }
-  const std::uint32_t log2k = state_->spaces.empty() ? 3 : state_->spaces[0].log2_alignment();
-  const std::uint64_t granules = std::min<std::uint64_t>((size + (1u << log2k) - 1) >> log2k, internal::StaleTracker::kSizeMask);
   thread.pending_tracked().push_back(
-      internal::PendingTracked{addr, pair, static_cast<std::uint32_t>(granules), static_cast<std::uint32_t>(epoch())});
+      internal::PendingTracked{addr, intern_pair(thread, site, type), size_granules(size), birth_epoch()});
+}
+
+void Profiler::on_resize(ThreadState& thread, Address addr, std::uint64_t bytes, std::uint32_t site, std::uint32_t type) {
+  if (!in_spaces(addr, 0)) [[unlikely]] {
+    protocol_error("on_resize", addr, "an address outside every registered space; the event is dropped");
+    return;
+  }
+  if (state_->checker && !state_->checker->resize(thread, addr)) return;
+  if (EventBuffer* b = thread.buffer()) b->resize(addr, bytes);
+  if (bytes >= min_tracked_size_)
+    thread.pending_resizes().push_back(
+        internal::PendingResize{addr, intern_pair(thread, site, type), size_granules(bytes), birth_epoch()});
 }
 
 namespace {
@@ -464,19 +501,30 @@ Status Profiler::gc_begin(GcKind kind) {
     bytes = st.retired.bytes;
     st.objects_tracked.fetch_add(st.tracker.add(st.orphaned_tracked), std::memory_order_relaxed);
     st.orphaned_tracked.clear();
+    std::vector<internal::PendingResize>& resizes = st.gc_resizes;
+    resizes.swap(st.orphaned_resizes);
+    st.orphaned_resizes.clear();
     for (const auto& t : st.threads) {
       // Mutators are stopped: their buffers go out now, so every alloc of this epoch precedes
       // the gc-begin record in the file.
       if (EventBuffer* b = t->buffer()) b->flush();
       st.objects_tracked.fetch_add(st.tracker.add(t->pending_tracked()), std::memory_order_relaxed);
       t->pending_tracked().clear();
+      resizes.insert(resizes.end(), t->pending_resizes().begin(), t->pending_resizes().end());
+      t->pending_resizes().clear();
       bytes += t->allocated_bytes.load(std::memory_order_relaxed);
       t->reset_cache();
     }
+    st.objects_tracked.fetch_add(st.tracker.resize(resizes), std::memory_order_relaxed);
+    resizes.clear();
   }
   st.tracker.build_filter();
   st.bytes_at_gc = bytes;
   std::lock_guard<std::mutex> lock(st.control_mutex);
+  // From here to gc_end, what mutators write (a sweep that runs between their steps) belongs
+  // after the bracket: the writer holds it (TraceWriter::hold_mutator_chunks).
+  st.in_bracket = true;
+  if (st.writer) st.writer->hold_mutator_chunks(e + 1);
   if (st.control) {
     std::uint8_t* p = st.control->begin_record(1 + 8 + 1 + 8);
     p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kGcBegin));
@@ -489,6 +537,8 @@ Status Profiler::gc_begin(GcKind kind) {
   for (std::size_t s = 0; s < st.bitmaps.size(); ++s) {
     auto snap = st.bitmaps[s]->snapshot_and_clear();
     if (!snap.ok()) {
+      st.in_bracket = false;
+      if (st.writer) st.writer->release_held();
       in_gc_.store(false);
       return snap.error();
     }
@@ -627,7 +677,13 @@ Status Profiler::gc_end() {
       EventBuffer::put_u64(p, st.bytes_at_gc);
       st.control->flush();
     }
-    if (st.writer) st.writer->set_epoch(e + 1);
+    if (st.writer) {
+      st.writer->set_epoch(e + 1);
+      st.writer->release_held();  // what mutators wrote during the bracket, now in epoch e + 1
+    }
+    st.in_bracket = false;
+    for (std::uint32_t id : st.deferred_thread_ends) write_thread_end(id);
+    st.deferred_thread_ends.clear();
   }
   epoch_.store(e + 1, std::memory_order_release);
   in_gc_.store(false, std::memory_order_release);
@@ -643,6 +699,9 @@ Status Profiler::gc_end() {
 Status Profiler::finish() {
   ProfilerState& st = *state_;
   if (st.finished) return trace_status();
+  // A bracket left open (the runtime exits in the middle of a lazy sweep) is closed as it
+  // stands, so what mutators wrote during it is not lost behind a missing gc-end.
+  if (in_gc()) (void)gc_end();
   st.finished = true;
   if (!st.writer) return {};
   write_header_once();

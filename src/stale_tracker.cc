@@ -70,6 +70,40 @@ std::uint64_t StaleTracker::add(std::span<const PendingTracked> objects) {
   return added;
 }
 
+std::uint64_t StaleTracker::resize(std::span<const PendingResize> resizes) {
+  if (resizes.empty()) return 0;
+  // One object's resizes of one epoch all concern the same object (memory is reused only
+  // after a GC's frees, and a bracket's resizes wait for the next gc_begin), so the last one
+  // per address is its footprint now.
+  std::vector<PendingResize>& last = resize_scratch_;
+  last.assign(resizes.begin(), resizes.end());
+  std::stable_sort(last.begin(), last.end(), [](const PendingResize& a, const PendingResize& b) { return a.addr < b.addr; });
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < last.size(); ++i) {
+    if (i + 1 < last.size() && last[i + 1].addr == last[i].addr) continue;
+    last[n++] = last[i];
+  }
+  last.resize(n);
+  for (std::size_t s = 0; s < tables_.size(); ++s)
+    if (!tables_[s].empty()) build_index(s);
+  std::uint64_t started = 0;
+  for (const PendingResize& r : last) {
+    std::size_t s = 0;
+    if (const std::int64_t i = locate(r.addr, s); i >= 0) {
+      TrackedRecord& rec = tables_[s][static_cast<std::size_t>(i)];
+      rec.size_flags = (rec.size_flags & kReported) | (r.size_granules & kSizeMask);
+      continue;
+    }
+    const int si = space_of(r.addr);
+    if (si < 0) continue;
+    s = static_cast<std::size_t>(si);
+    tables_[s].push_back(TrackedRecord{static_cast<std::uint32_t>(spaces_[s].granule_of(r.addr)), r.site_type,
+                                       r.size_granules & kSizeMask, r.epoch});
+    ++started;
+  }
+  return started;
+}
+
 void StaleTracker::apply_bits(std::size_t space, const BitmapSnapshot& bits, std::uint32_t epoch) {
   for (TrackedRecord& r : tables_[space])
     if (bits.test_granule(r.granule)) r.last_access = epoch;

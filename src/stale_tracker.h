@@ -60,6 +60,10 @@ class StaleTracker {
   // Adds the epoch's new objects (at gc_begin, before build_filter) and returns how many are
   // tracked: an object in no space is not.
   std::uint64_t add(std::span<const PendingTracked> objects);
+  // Applies the epoch's footprint changes (at gc_begin, after add): a tracked object takes its
+  // new size; an untracked one is tracked from now on, with the resize's site, type and epoch
+  // as its birth. Returns how many objects started being tracked.
+  std::uint64_t resize(std::span<const PendingResize> resizes);
   // last_access = epoch for every record whose granule is marked in `bits` (space index i).
   void apply_bits(std::size_t space, const BitmapSnapshot& bits, std::uint32_t epoch);
   struct ApplyResult { std::uint64_t freed = 0, moved = 0, left_spaces = 0, conflicts = 0; };
@@ -117,6 +121,7 @@ class StaleTracker {
   std::vector<std::uint64_t> mask_;
   std::vector<std::vector<Address>> new_addr_;
   std::vector<std::vector<TrackedRecord>> next_;
+  std::vector<PendingResize> resize_scratch_;
   // The region filter (build_filter): words allocated on first use; filter_set_[s] lists the
   // words set by the last build, so a rebuild clears only those (O(records), not O(heap)).
   std::vector<std::vector<std::uint64_t>> filter_;

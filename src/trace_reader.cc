@@ -56,6 +56,7 @@ class Cursor {
 class Decoder {
  public:
   explicit Decoder(Visitor& v) : v_(v) {}
+  void set_version(std::uint32_t version) { version_ = version; }
 
   void chunk(const std::uint8_t* payload, std::size_t n, std::uint32_t stream, std::uint64_t epoch, ReadSummary& sum) {
     if (epoch < epoch_) throw DecodeError{fmt::format("chunk epoch {} goes back before epoch {}", epoch, epoch_)};
@@ -183,6 +184,20 @@ class Decoder {
         v_.move(m);
         break;
       }
+      case Tag::kResize: {
+        if (version_ < 2) throw DecodeError{fmt::format("resize record in a version {} trace", version_)};
+        if (!ctx.is_thread()) throw DecodeError{fmt::format("resize record in non-thread stream {}", ctx.stream)};
+        ResizeEvent r;
+        r.thread = ctx.thread();
+        r.addr = c.u64("resize address");
+        r.bytes = c.u64("resize bytes");
+        r.epoch = ctx.epoch;
+        if (r.bytes > kMaxObjectBytes)
+          throw DecodeError{fmt::format("resize at {:#x} to {} bytes, above the {} byte limit", r.addr, r.bytes, kMaxObjectBytes)};
+        check_in_space("resize", "address", r.addr, 0);
+        v_.resize(r);
+        break;
+      }
       case Tag::kFree: {
         const std::uint64_t addr = c.u64("free address");
         check_in_space("free", "address", addr, 0);
@@ -297,6 +312,7 @@ class Decoder {
   std::vector<Range> ranges_;  // declared spaces sorted by begin (they do not overlap)
   bool header_seen_ = false, ended_ = false, in_gc_ = false;
   std::uint32_t log2_granule_ = 3;
+  std::uint32_t version_ = kVersion;
   std::uint64_t epoch_ = 0;
   std::uint64_t bytes_clock_ = 0;
   std::unordered_map<std::uint32_t, std::uint64_t> space_words_;
@@ -324,7 +340,8 @@ void check_preamble(const std::uint8_t* p, std::size_t n) {
   if (n < kPreambleBytes) throw DecodeError{fmt::format("file of {} bytes is too short for an objprof trace preamble", n)};
   if (std::memcmp(p, kMagic, 8) != 0) throw DecodeError{"not an objprof trace (bad magic)"};
   const std::uint32_t version = load_u32(p + 8);
-  if (version != kVersion) throw DecodeError{fmt::format("trace version {} is not supported (this reader reads version {})", version, kVersion)};
+  if (version < kMinVersion || version > kVersion)
+    throw DecodeError{fmt::format("trace version {} is not supported (this reader reads versions {} to {})", version, kMinVersion, kVersion)};
   if (load_u32(p + 12) != 0) throw DecodeError{fmt::format("trace flags {:#x} are not supported by this reader", load_u32(p + 12))};
 }
 
@@ -343,6 +360,7 @@ Result<ReadSummary> run(Source& src, Visitor& visitor) {
     std::uint8_t pre[kPreambleBytes];
     const std::size_t got = src.read(pre, kPreambleBytes);
     check_preamble(pre, got);
+    dec.set_version(load_u32(pre + 8));
     sum.bytes = kPreambleBytes;
     std::vector<std::uint8_t> payload;
     for (;;) {
@@ -419,6 +437,7 @@ class Collector final : public Visitor {
   void alloc(const AllocEvent& a) override { c_.allocs.push_back(a); }
   void move(const MoveEvent& m) override { c_.moves.push_back(m); }
   void free(const FreeEvent& f) override { c_.frees.push_back(f); }
+  void resize(const ResizeEvent& r) override { c_.resizes.push_back(r); }
   void gc_begin(const GcEvent& g) override { c_.gc_begins.push_back(g); }
   void gc_end(const GcEvent& g) override { c_.gc_ends.push_back(g); }
   void bitmap_words(std::uint32_t space, std::uint64_t epoch, std::span<const std::pair<std::uint64_t, std::uint64_t>> w) override {

@@ -67,8 +67,10 @@ std::unique_ptr<EventBuffer> TraceWriter::make_buffer(std::uint32_t stream) {
   return std::make_unique<EventBuffer>(this, stream, chunk_payload_);
 }
 
-void TraceWriter::commit(std::uint8_t* header, std::size_t payload_bytes, std::uint32_t stream) {
-  const std::uint64_t epoch = epoch_.load(std::memory_order_relaxed);
+namespace {
+
+// Writes the chunk header of `payload_bytes` bytes at `header` and seals it with its CRC32C.
+void frame(std::uint8_t* header, std::size_t payload_bytes, std::uint32_t stream, std::uint64_t epoch) {
   std::uint8_t* p = header;
   p = EventBuffer::put_u32(p, trace::kChunkMagic);
   p = EventBuffer::put_u32(p, static_cast<std::uint32_t>(payload_bytes));
@@ -78,15 +80,30 @@ void TraceWriter::commit(std::uint8_t* header, std::size_t payload_bytes, std::u
   EventBuffer::put_u64(p, epoch);
   // The checksum covers stream, epoch and payload, so a chunk moved to the wrong place or
   // stamped wrongly is caught as well as flipped payload bits.
-  const std::uint32_t crc = crc32c(header + 12, 12 + payload_bytes);
-  EventBuffer::put_u32(crc_at, crc);
+  EventBuffer::put_u32(crc_at, crc32c(header + 12, 12 + payload_bytes));
+}
+
+}  // namespace
+
+void TraceWriter::commit(std::uint8_t* header, std::size_t payload_bytes, std::uint32_t stream) {
+  std::uint64_t epoch = epoch_.load(std::memory_order_relaxed);
+  frame(header, payload_bytes, stream, epoch);  // outside the lock: the CRC is the costly part
   const std::size_t total = trace::kChunkHeaderBytes + payload_bytes;
   std::lock_guard<std::mutex> lock(mutex_);
+  if (holding_ && stream >= trace::kThreadStreamBase) {
+    if (epoch != hold_epoch_) frame(header, payload_bytes, stream, hold_epoch_);
+    held_.insert(held_.end(), header, header + total);
+    return;
+  }
+  write_locked(header, total);
+}
+
+void TraceWriter::write_locked(const std::uint8_t* chunk, std::size_t total) {
   if (!error_.ok()) {
     lost_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  Status st = sink_->write({reinterpret_cast<const std::byte*>(header), total});
+  Status st = sink_->write({reinterpret_cast<const std::byte*>(chunk), total});
   if (!st.ok()) {
     error_ = st;
     lost_.fetch_add(1, std::memory_order_relaxed);
@@ -94,6 +111,26 @@ void TraceWriter::commit(std::uint8_t* header, std::size_t payload_bytes, std::u
   }
   chunks_.fetch_add(1, std::memory_order_relaxed);
   bytes_.fetch_add(total, std::memory_order_relaxed);
+}
+
+void TraceWriter::hold_mutator_chunks(std::uint64_t stamp_epoch) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  holding_ = true;
+  hold_epoch_ = stamp_epoch;
+}
+
+void TraceWriter::release_held() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  holding_ = false;
+  for (std::size_t at = 0; at < held_.size();) {
+    std::uint32_t payload;
+    std::memcpy(&payload, held_.data() + at + 4, 4);
+    const std::size_t total = trace::kChunkHeaderBytes + payload;
+    write_locked(held_.data() + at, total);
+    at += total;
+  }
+  held_.clear();
+  if (held_.capacity() > (std::size_t{4} << 20)) held_.shrink_to_fit();  // a long sweep's peak is not kept
 }
 
 Status TraceWriter::flush_sink() {

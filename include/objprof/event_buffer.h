@@ -53,6 +53,13 @@ class EventBuffer {
     std::memcpy(reserve(sizeof r), &r, sizeof r);
   }
 
+  OBJPROF_ALWAYS_INLINE void resize(std::uint64_t addr, std::uint64_t bytes) {
+    struct __attribute__((packed)) Rec { std::uint8_t tag; std::uint64_t addr, bytes; };
+    static_assert(sizeof(Rec) == trace::kResizeBytes);
+    const Rec r{static_cast<std::uint8_t>(trace::Tag::kResize), addr, bytes};
+    std::memcpy(reserve(sizeof r), &r, sizeof r);
+  }
+
   // Generic record building for the rare records (definitions, GC, bitmap dumps).
   // begin_record reserves `bytes` contiguous bytes (bytes <= capacity()).
   std::uint8_t* begin_record(std::size_t bytes) { return reserve(bytes); }

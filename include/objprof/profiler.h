@@ -6,14 +6,27 @@
 // stale objects online: a tracked object (size >= min_tracked_size) that no barrier touched
 // for stale_after_epochs consecutive GC epochs is reported once as a possible leak.
 //
-// Threading contract (the usual stop-the-world safepoint protocol):
-// - attach_thread / detach_thread / on_alloc: from mutator threads, concurrently. on_alloc and
-//   detach_thread are called by the thread that owns the ThreadState.
-// - gc_begin / gc_end: from one collector thread while every attached mutator is stopped at a
-//   safepoint (or, for a concurrent collector, at the handshakes that start and end the cycle).
-// - on_move / on_move_range / on_free: between gc_begin and gc_end, from any number of collector
-//   threads at once. Each object moves at most once per GC; addresses are pre-GC addresses.
-//   Objects allocated during a cycle are not moved or freed by that same cycle.
+// Threading and collector contract:
+// - attach_thread / detach_thread / on_alloc / on_resize: from mutator threads, concurrently.
+//   on_alloc, on_resize and detach_thread are called by the thread that owns the ThreadState.
+// - gc_begin(e): from one collector thread while every attached mutator is stopped (a
+//   safepoint, or the handshake that ends a concurrent collector's marking): it harvests the
+//   accesses of epoch e, so every access of e must have happened before it.
+// - on_move / on_move_range / on_free: between gc_begin and gc_end, from any number of
+//   collector threads at once. Each object moves at most once per GC; addresses are pre-GC
+//   addresses. Objects allocated during a cycle are not moved or freed by that same cycle.
+// - gc_end: once every move and free of the cycle has been reported.
+// - Collectors that let mutators run inside the bracket (lazy or incremental sweeping, Lua's
+//   incremental collector, a CMS sweep; docs/embedding.md): between gc_begin and gc_end the
+//   mutators may run, allocate, resize and access objects while frees are reported, and an
+//   allocation may reuse memory freed earlier in the same bracket. Objects allocated inside
+//   the bracket count in epoch e + 1 (the trace writes them after gc-end(e), the stale tracker
+//   stamps them e + 1) and their accesses are accesses of epoch e + 1. Moves need the
+//   mutators stopped (they would otherwise access an object at an address the profiler
+//   already considers vacated): a concurrently copying collector must report moves at a
+//   handshake, or as ranges while no mutator runs. A thread may detach during a bracket. The
+//   writer holds the mutators' trace chunks in memory until gc_end (TraceWriter), so keep a
+//   bracket as short as the collector's cycle, not open across the program's run.
 // - define_type / define_site: any thread, any time before the id is first used.
 // - A ThreadState belongs to one OS thread: the first that allocates with it or detaches it
 //   (it may be attached by another, e.g. the thread that creates the VM's thread). After
@@ -176,6 +189,16 @@ class Profiler {
     if (size >= min_tracked_size_) track_alloc(thread, site, type, addr, size);
   }
 
+  // The object at addr (given to on_alloc) now holds `bytes` in all: its header plus the parts
+  // the runtime allocates for it separately (a table's array and hash part, a thread's stack).
+  // Its address range does not change. The trace records it and the stale tracker ranks the
+  // object by it: an object that reaches min_tracked_size this way is tracked from now on,
+  // under `site` and `type` (the runtime's allocation site if it knows it, else the site that
+  // grew the object; the offline analyzer always reports the allocation site). Footprints below
+  // the threshold are not passed to the tracker, so a tracked object that shrinks below it keeps
+  // its last tracked footprint.
+  void on_resize(ThreadState& thread, Address addr, std::uint64_t bytes, std::uint32_t site, std::uint32_t type);
+
   // --- collector hooks ---
   Status gc_begin(GcKind kind);
   void on_move(Address from, Address to);
@@ -184,7 +207,7 @@ class Profiler {
   Status gc_end();
 
   // Flushes every buffer, writes the end record and syncs the trace. Idempotent. Called by
-  // the destructor if the embedder did not.
+  // the destructor if the embedder did not. A GC bracket still open is ended first (gc_end).
   Status finish();
 
   std::uint64_t epoch() const noexcept { return epoch_.load(std::memory_order_acquire); }
@@ -202,6 +225,10 @@ class Profiler {
   explicit Profiler(ProfilerOptions options);
   Result<SpaceId> add_space_impl(const HeapSpace& space, const AccessBitmap::ExternalBuffers* buffers);
   void track_alloc(ThreadState& thread, std::uint32_t site, std::uint32_t type, Address addr, std::uint64_t size);
+  std::uint32_t intern_pair(ThreadState& thread, std::uint32_t site, std::uint32_t type);
+  std::uint32_t size_granules(std::uint64_t size) const noexcept;
+  std::uint32_t birth_epoch() const noexcept;
+  void write_thread_end(std::uint32_t id);
   void write_header_once();
   void report(const LeakReport& r);
   bool check_alloc(ThreadState& thread, Address addr, std::uint64_t size);

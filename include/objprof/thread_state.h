@@ -32,6 +32,14 @@ struct PendingTracked {
   std::uint32_t size_granules;
   std::uint32_t birth_epoch;
 };
+// A footprint change (Profiler::on_resize) of at least the tracking threshold, applied to the
+// stale tracker at the next gc_begin (the object may have been allocated this epoch).
+struct PendingResize {
+  Address addr;
+  std::uint32_t site_type;  // used if the object is not tracked yet
+  std::uint32_t size_granules;
+  std::uint32_t epoch;
+};
 // Profiler-private: the allocating thread's recent (site, type) -> interned-pair lookups, so
 // on_alloc of a tracked object consults the shared hash map only the first time this thread
 // allocates a given pair (direct-mapped; a collision just costs a hash-map lookup).
@@ -84,6 +92,7 @@ class alignas(kCacheLine) ThreadState {
 
   // Profiler-private: tracked allocations since the last GC (owner thread appends).
   std::vector<internal::PendingTracked>& pending_tracked() noexcept { return pending_tracked_; }
+  std::vector<internal::PendingResize>& pending_resizes() noexcept { return pending_resizes_; }
   internal::PairCache& pair_cache() noexcept { return pair_cache_; }
 
  private:
@@ -91,6 +100,7 @@ class alignas(kCacheLine) ThreadState {
   std::string name_;
   std::unique_ptr<EventBuffer> buffer_;
   std::vector<internal::PendingTracked> pending_tracked_;
+  std::vector<internal::PendingResize> pending_resizes_;
   internal::PairCache pair_cache_;
 };
 

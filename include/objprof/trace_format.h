@@ -1,4 +1,4 @@
-// The objprof trace format, version 1: constants and record layouts shared by the writer
+// The objprof trace format, version 2: constants and record layouts shared by the writer
 // (event_buffer.h, trace_writer.h) and the reader (trace_reader.h). docs/trace-format.md is
 // the prose version of this file; keep the two in step.
 //
@@ -18,7 +18,9 @@
 namespace objprof::trace {
 
 inline constexpr char kMagic[8] = {'O', 'B', 'J', 'P', 'R', 'T', 'R', 'C'};
-inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::uint32_t kVersion = 2;
+// Version 1 is version 2 without resize records; the reader reads both.
+inline constexpr std::uint32_t kMinVersion = 1;
 inline constexpr std::size_t kPreambleBytes = 16;
 
 inline constexpr std::uint32_t kChunkMagic = 0x4B4E4843;  // "CHNK" little endian
@@ -49,9 +51,10 @@ enum class Tag : std::uint8_t {
   kThreadEnd = 13,    // u32 id
   kStale = 14,        // u64 addr, u64 last_access_epoch, u64 epoch      (online leak report)
   kEnd = 15,          // u64 epoch, u64 bytes_allocated                  (clean end of trace)
+  kResize = 16,       // u64 addr, u64 bytes: the object's footprint now  (thread = chunk stream; v2)
 };
 
-inline constexpr std::uint8_t kMaxTag = 15;
+inline constexpr std::uint8_t kMaxTag = 16;
 // Strings are u16 length + bytes (no terminator).
 inline constexpr std::size_t kMaxString = 0xFFFF;
 
@@ -66,6 +69,7 @@ inline constexpr std::size_t kAllocBytes = 1 + 4 + 4 + 8 + 8;
 inline constexpr std::size_t kMoveBytes = 1 + 8 + 8;
 inline constexpr std::size_t kMoveRangeBytes = 1 + 8 + 8 + 8;
 inline constexpr std::size_t kFreeBytes = 1 + 8;
+inline constexpr std::size_t kResizeBytes = 1 + 8 + 8;
 
 enum class GcKind : std::uint8_t {
   kMinor = 0,      // young generation / nursery

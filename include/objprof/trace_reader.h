@@ -58,6 +58,9 @@ struct AllocEvent {
 };
 struct MoveEvent { std::uint64_t from = 0, to = 0, bytes = 0; std::uint64_t epoch = 0; bool range = false; };
 struct FreeEvent { std::uint64_t addr = 0; std::uint64_t epoch = 0; };
+// The object at addr now holds `bytes` in all (header plus the out-of-line parts the runtime
+// allocates for it, e.g. a table's array and hash parts); its address range is unchanged.
+struct ResizeEvent { std::uint32_t thread = 0; std::uint64_t addr = 0, bytes = 0; std::uint64_t epoch = 0; };
 struct GcEvent { std::uint64_t epoch = 0; GcKind kind = GcKind::kFull; std::uint64_t bytes_allocated = 0; };
 struct StaleEvent { std::uint64_t addr = 0, last_access_epoch = 0, epoch = 0; };
 
@@ -73,6 +76,7 @@ class Visitor {
   virtual void alloc(const AllocEvent&) {}
   virtual void move(const MoveEvent&) {}
   virtual void free(const FreeEvent&) {}
+  virtual void resize(const ResizeEvent&) {}
   virtual void gc_begin(const GcEvent&) {}
   virtual void gc_end(const GcEvent&) {}
   // Marked words of space `space`: word i covers granules 64*i .. 64*i+63 (bit j = granule 64i+j).
@@ -107,6 +111,7 @@ struct Contents {
   std::vector<AllocEvent> allocs;
   std::vector<MoveEvent> moves;
   std::vector<FreeEvent> frees;
+  std::vector<ResizeEvent> resizes;
   std::vector<GcEvent> gc_begins, gc_ends;
   struct BitmapDump { std::uint32_t space; std::uint64_t epoch; std::vector<std::pair<std::uint64_t, std::uint64_t>> words; };
   std::vector<BitmapDump> bitmaps;

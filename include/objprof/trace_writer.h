@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace objprof {
 
@@ -27,6 +28,17 @@ class TraceWriter {
   // The epoch stamped on chunks flushed from now on.
   void set_epoch(std::uint64_t epoch) noexcept { epoch_.store(epoch, std::memory_order_relaxed); }
   std::uint64_t epoch() const noexcept { return epoch_.load(std::memory_order_relaxed); }
+
+  // The sweep phase of a collector that lets mutators run inside its GC bracket (lazy or
+  // incremental sweeping, e.g. Lua's): from hold_mutator_chunks(e + 1) until release_held(),
+  // chunks of thread streams are kept in memory, stamped e + 1, instead of being written, and
+  // release_held() writes them after the bracket's gc-end. So every allocation made during
+  // the bracket follows, in the file, the bracket's frees (which may have freed the memory it
+  // reuses), exactly as the profiler counts it: in epoch e + 1. Control and collector chunks
+  // are written at once as always. Memory: the bytes of trace the mutators write while the
+  // bracket is open (nothing for a stop-the-world collector).
+  void hold_mutator_chunks(std::uint64_t stamp_epoch);
+  void release_held();
 
   // Frames `payload` (which must be preceded by kChunkHeaderBytes of writable space) and writes
   // it. Used by EventBuffer.
@@ -44,11 +56,16 @@ class TraceWriter {
   TraceWriter(std::unique_ptr<ChunkSink> sink, std::size_t chunk_payload)
       : sink_(std::move(sink)), chunk_payload_(chunk_payload) {}
 
+  void write_locked(const std::uint8_t* chunk, std::size_t total);
+
   std::unique_ptr<ChunkSink> sink_;
   std::size_t chunk_payload_;
   std::atomic<std::uint64_t> epoch_{0};
   mutable std::mutex mutex_;  // serialises sink writes; guards error_
   Status error_;
+  bool holding_ = false;                    // guarded by mutex_
+  std::uint64_t hold_epoch_ = 0;
+  std::vector<std::uint8_t> held_;          // framed chunks, back to back
   std::atomic<std::uint64_t> chunks_{0}, bytes_{0}, lost_{0};
 };
 

@@ -97,6 +97,12 @@ void Back::apply(const EventBatch& batch) {
         resolve_bits(e.x, e.id, words);
         break;
       }
+      case Event::kResize:
+        // The profiler writes a bracket's mutator records after its gc-end, so the object is
+        // in the map; a resize of an address nobody holds is counted, not guessed at.
+        if (const std::uint32_t id = map_.find(e.x); id != kMissing) a_.objects.set_footprint(id, e.y);
+        else ++a_.stats.unknown_resizes;
+        break;
       case Event::kStale:
         if (in_gc_) {
           stale_.push_back(e.x);

@@ -138,6 +138,14 @@ void Front::free(const trace::FreeEvent& f) {
   emit(Event::kFree).x = f.addr;
 }
 
+void Front::resize(const trace::ResizeEvent& r) {
+  ++a_.stats.resizes;
+  advance(trace::kResizeBytes);
+  Event& ev = emit(Event::kResize);
+  ev.x = r.addr;
+  ev.y = r.bytes;
+}
+
 void Front::gc_begin(const trace::GcEvent& g) {
   advance(18);
   in_gc_ = true;

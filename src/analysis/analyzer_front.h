@@ -36,6 +36,7 @@ class Front final : public trace::Visitor {
   void alloc(const trace::AllocEvent& a) override;
   void move(const trace::MoveEvent& m) override;
   void free(const trace::FreeEvent& f) override;
+  void resize(const trace::ResizeEvent& r) override;
   void gc_begin(const trace::GcEvent& g) override;
   void gc_end(const trace::GcEvent& g) override;
   void bitmap_words(std::uint32_t space, std::uint64_t epoch,

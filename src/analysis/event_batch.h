@@ -14,12 +14,12 @@
 namespace objprof::analysis::internal {
 
 struct Event {
-  enum Kind : std::uint8_t { kPlace, kFree, kMove, kRange, kGcBegin, kGcEnd, kBits, kStale } kind;
+  enum Kind : std::uint8_t { kPlace, kFree, kMove, kRange, kGcBegin, kGcEnd, kBits, kStale, kResize } kind;
   std::uint8_t gc_kind = 0;  // kGcBegin
   std::uint32_t id = 0;      // kPlace: the new object; kBits: the epoch
   // kPlace: addr, size. kFree: addr. kMove/kRange: from, to, bytes. kGcBegin/kGcEnd: epoch,
   // bytes allocated. kBits: space begin, first word in EventBatch::words, word count.
-  // kStale: addr.
+  // kStale: addr. kResize: addr, bytes.
   std::uint64_t x = 0, y = 0, z = 0;
 };
 static_assert(sizeof(Event) == 32);

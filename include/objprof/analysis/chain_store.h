@@ -91,6 +91,13 @@ class ChainStore {
     return s != kBigSize ? s : big_sizes_.at(o);
   }
   static constexpr std::uint32_t kBigSize = 0xFFFF'FFFFu;
+  // What the object holds in all (a resize record: header plus out-of-line parts); its size
+  // when the trace never resized it. Rankings and byte totals use it; address ranges use size_of.
+  std::uint64_t footprint_of(ObjectId o) const noexcept {
+    if (footprints_.empty()) return size_of(o);
+    const auto it = footprints_.find(o);
+    return it == footprints_.end() ? size_of(o) : it->second;
+  }
   std::uint32_t size_field(ObjectId o) const noexcept { return B(o).size[I(o)]; }
   std::uint64_t birth_addr(ObjectId o) const noexcept { return B(o).birth_addr[I(o)]; }
   std::uint64_t birth_bytes(ObjectId o) const noexcept { return B(o).birth_bytes[I(o)]; }
@@ -113,6 +120,7 @@ class ChainStore {
 
   // --- updates (analyzer) ---
   void set_dead(ObjectId o, std::uint32_t epoch) noexcept { B(o).death_epoch[I(o)] = epoch; }
+  void set_footprint(ObjectId o, std::uint64_t bytes) { footprints_[o] = bytes; }
   void add_flags(ObjectId o, std::uint8_t f) noexcept {
     std::uint8_t& x = B(o).flags[I(o)];
     x = static_cast<std::uint8_t>(x | f);
@@ -198,6 +206,7 @@ class ChainStore {
   SegmentedVector<MoveRec> moves_;
   SegmentedVector<RunRec> runs_;
   std::unordered_map<ObjectId, std::uint64_t> big_sizes_;
+  std::unordered_map<ObjectId, std::uint64_t> footprints_;  // resized objects only
 };
 
 }  // namespace objprof::analysis

@@ -21,7 +21,7 @@ namespace objprof::analysis {
 
 // What every view needs to know about one object, read once per object and pass.
 struct ObjectMetrics {
-  std::uint64_t size = 0;
+  std::uint64_t size = 0;  // footprint (ChainStore::footprint_of)
   std::uint32_t site = 0, type = 0, thread = 0;  // indexes into the analysis' tables
   bool alive = false;
   std::uint32_t lifetime_gcs = 0;
@@ -34,7 +34,7 @@ struct ObjectMetrics {
 inline ObjectMetrics object_metrics(const TraceAnalysis& a, ObjectId o) {
   const ChainStore& c = a.objects;
   ObjectMetrics m;
-  m.size = c.size_of(o);
+  m.size = c.footprint_of(o);
   const AllocContext& ctx = a.contexts[c.context(o)];
   m.site = ctx.site;
   m.type = ctx.type;

@@ -67,6 +67,8 @@ struct AnalysisStats {
   std::uint64_t unresolved_bits = 0;   // bits at an address no object occupied then
   std::uint64_t unknown_frees = 0;     // frees of an address no object occupied
   std::uint64_t unknown_moves = 0;
+  std::uint64_t resizes = 0;           // footprint changes (trace version 2)
+  std::uint64_t unknown_resizes = 0;   // resizes of an address no object occupied
   std::uint64_t inferred_deaths = 0;   // deaths deduced from address reuse (no free record)
   std::uint64_t allocs_during_gc = 0;
   std::uint64_t stale_records = 0;     // online leak reports in the trace

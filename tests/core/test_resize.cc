@@ -1,0 +1,173 @@
+// on_resize: an object whose footprint grows after allocation (a Lua table's array and hash
+// parts, a growing buffer) is ranked by what it holds, online and offline.
+#include <objprof/analysis/analyzer.h>
+#include <objprof/analysis/object_metrics.h>
+#include <objprof/barrier.h>
+#include <objprof/profiler.h>
+#include <objprof/trace_reader.h>
+
+#include "test_support.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace objprof;
+using objprof::test::FakeHeap;
+
+namespace {
+
+constexpr std::uint32_t kAllocSite = 1, kGrowSite = 2, kTable = 5;
+
+struct ResizeRig {
+  FakeHeap heap{1 << 16};
+  MemorySink* sink = nullptr;
+  std::vector<LeakReport> leaks;
+  std::vector<ProtocolError> errors;
+  std::vector<std::string> messages;
+  std::unique_ptr<Profiler> prof;
+  ThreadState* t = nullptr;
+
+  ResizeRig() {
+    ProfilerOptions o;
+    o.check_hooks = true;
+    o.stale_after_epochs = 2;
+    o.min_tracked_size = 1024;
+    auto s = std::make_unique<MemorySink>();
+    sink = s.get();
+    o.trace_sink = std::move(s);
+    o.default_leak_printer = false;
+    o.on_leak = [this](const LeakReport& r) { leaks.push_back(r); };
+    o.on_protocol_error = [this](const ProtocolError& e) {
+      errors.push_back(e);
+      messages.push_back(e.message);
+    };
+    prof = std::move(*Profiler::create(std::move(o)));
+    REQUIRE(prof->add_space(heap.space()).ok());
+    REQUIRE(prof->define_type({kTable, "table", 56, false}).ok());
+    REQUIRE(prof->define_site({kAllocSite, 0, "main.lua:3", 3}).ok());
+    REQUIRE(prof->define_site({kGrowSite, 0, "main.lua:9", 9}).ok());
+    t = *prof->attach_thread(1, "main");
+  }
+  void touch(std::size_t off) { access(*t, prof->barrier_descriptor(0), heap.at(off)); }
+  void gc() {
+    REQUIRE(prof->gc_begin(GcKind::kFull).ok());
+    REQUIRE(prof->gc_end().ok());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("resize: a small object that grows past the threshold is tracked from then on", "[core][resize]") {
+  ResizeRig r;
+  r.prof->on_alloc(*r.t, kAllocSite, kTable, r.heap.at(0), 56);     // too small to track
+  r.prof->on_alloc(*r.t, kAllocSite, kTable, r.heap.at(256), 56);   // stays small
+  r.gc();
+  CHECK(r.prof->stats().tracked_live == 0);
+  r.prof->on_resize(*r.t, r.heap.at(0), 56 + 4096, kGrowSite, kTable);  // now it holds 4 KiB
+  r.prof->on_resize(*r.t, r.heap.at(256), 56 + 64, kGrowSite, kTable);
+  r.gc();  // epoch 1 ends: tracked, born (resized) in epoch 1
+  CHECK(r.prof->stats().tracked_live == 1);
+  CHECK(r.leaks.empty());
+  r.gc();
+  r.gc();  // epoch 3: idle for 2
+  REQUIRE(r.leaks.size() == 1);
+  CHECK(r.leaks[0].addr == r.heap.at(0));
+  CHECK(r.leaks[0].size == 56 + 4096);
+  CHECK(r.leaks[0].site_id == kGrowSite);  // the profiler never saw it tracked at its birth
+  CHECK(r.leaks[0].last_access_epoch == 1);
+  CHECK(r.errors.empty());
+}
+
+TEST_CASE("resize: a tracked object keeps its site and takes its new footprint", "[core][resize]") {
+  ResizeRig r;
+  r.prof->on_alloc(*r.t, kAllocSite, kTable, r.heap.at(0), 2048);
+  r.prof->on_resize(*r.t, r.heap.at(0), 2048 + 8192, kGrowSite, kTable);  // same epoch as its birth
+  r.prof->on_resize(*r.t, r.heap.at(0), 2048 + 16384, kGrowSite, kTable);  // the last one counts
+  r.gc();
+  r.gc();
+  CHECK(r.leaks.empty());
+  r.gc();  // epoch 2: idle for K = 2 since its birth
+  REQUIRE(r.leaks.size() == 1);
+  CHECK(r.leaks[0].size == 2048 + 16384);
+  CHECK(r.leaks[0].site_id == kAllocSite);
+  CHECK(r.prof->stats().objects_tracked == 1);
+  CHECK(r.errors.empty());
+}
+
+TEST_CASE("resize: an object in use is not reported however large it grows", "[core][resize]") {
+  ResizeRig r;
+  r.prof->on_alloc(*r.t, kAllocSite, kTable, r.heap.at(0), 56);
+  for (int i = 1; i <= 6; ++i) {
+    r.prof->on_resize(*r.t, r.heap.at(0), 56 + 1024 * i, kGrowSite, kTable);
+    r.touch(0);
+    r.gc();
+  }
+  CHECK(r.leaks.empty());
+  CHECK(r.prof->possible_leaks().empty());
+}
+
+TEST_CASE("resize: the trace records footprints and the analyzer ranks by them", "[core][resize]") {
+  ResizeRig r;
+  r.prof->on_alloc(*r.t, kAllocSite, kTable, r.heap.at(0), 56);
+  r.prof->on_alloc(*r.t, kAllocSite, kTable, r.heap.at(128), 56);
+  r.prof->on_resize(*r.t, r.heap.at(0), 56 + 512, kGrowSite, kTable);
+  r.gc();
+  r.prof->on_resize(*r.t, r.heap.at(0), 56 + 4096, kGrowSite, kTable);
+  r.gc();
+  REQUIRE(r.prof->finish().ok());
+  auto c = trace::load(std::span<const std::byte>(r.sink->data()));
+  REQUIRE(c.ok());
+  REQUIRE(c->resizes.size() == 2);
+  CHECK(c->resizes[0].addr == r.heap.at(0));
+  CHECK(c->resizes[0].bytes == 56 + 512);
+  CHECK(c->resizes[0].epoch == 0);
+  CHECK(c->resizes[1].bytes == 56 + 4096);
+  CHECK(c->resizes[1].epoch == 1);
+  CHECK(c->resizes[1].thread == 1);
+  auto a = analysis::analyze(std::span<const std::byte>(r.sink->data()));
+  REQUIRE(a.ok());
+  CHECK(a->stats.resizes == 2);
+  CHECK(a->stats.unknown_resizes == 0);
+  REQUIRE(a->objects.size() == 2);
+  CHECK(a->objects.size_of(0) == 56);  // the address range is unchanged...
+  CHECK(a->objects.footprint_of(0) == 56 + 4096);  // ...the footprint is what it holds
+  CHECK(analysis::object_metrics(*a, 0).size == 56 + 4096);
+  CHECK(analysis::object_metrics(*a, 1).size == 56);
+}
+
+TEST_CASE("resize: the hook checks refuse a resize where no object starts", "[core][resize][protocol]") {
+  ResizeRig r;
+  r.prof->on_alloc(*r.t, kAllocSite, kTable, r.heap.at(0), 56);
+  r.prof->on_resize(*r.t, r.heap.at(64), 4096, kGrowSite, kTable);  // nothing was allocated there
+  r.gc();  // checked when the epoch's allocations are known
+  REQUIRE(r.errors.size() == 1);
+  CHECK(r.errors[0].hook == "on_resize");
+  CHECK(r.errors[0].addr == r.heap.at(64));
+  CHECK(r.messages[0].find("no live object starts") != std::string::npos);
+}
+
+TEST_CASE("resize: an address outside every space is refused, never tracked", "[core][resize][protocol]") {
+  ResizeRig r;
+  r.prof->on_resize(*r.t, r.heap.at(0) - 4096, 1 << 20, kGrowSite, kTable);
+  REQUIRE(r.errors.size() == 1);
+  CHECK(r.errors[0].hook == "on_resize");
+  r.gc();
+  CHECK(r.prof->stats().tracked_live == 0);
+}
+
+TEST_CASE("resize: a version 1 trace may not hold resize records", "[core][resize][trace]") {
+  ResizeRig r;
+  r.prof->on_alloc(*r.t, kAllocSite, kTable, r.heap.at(0), 56);
+  r.prof->on_resize(*r.t, r.heap.at(0), 4096, kGrowSite, kTable);
+  REQUIRE(r.prof->finish().ok());
+  std::vector<std::byte> bytes = r.sink->data();
+  REQUIRE(trace::load(std::span<const std::byte>(bytes)).ok());
+  const std::uint32_t v1 = 1;  // the preamble's version field (not covered by chunk CRCs)
+  std::memcpy(bytes.data() + 8, &v1, 4);
+  auto c = trace::load(std::span<const std::byte>(bytes));
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.error().message.find("resize record in a version 1 trace") != std::string::npos);
+}
