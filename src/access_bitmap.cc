@@ -30,7 +30,7 @@ std::size_t AccessBitmap::bytes_for(const HeapSpace& space) noexcept {
   return static_cast<std::size_t>((granules + 63) / 64 * 8);
 }
 
-AccessBitmap::AccessBitmap(const HeapSpace& space, std::size_t bytes) : space_(space), bytes_(bytes) {
+AccessBitmap::AccessBitmap(const HeapSpace& space, std::size_t bytes) : space_(space), bytes_(bytes), used_bytes_(bytes) {
   desc_.begin = space.begin();
   desc_.size = space.size();
   desc_.log2_granule = space.log2_alignment();
@@ -112,11 +112,25 @@ Result<BitmapSnapshot> AccessBitmap::snapshot_and_clear() {
   desc_.bitmap.exchange(next.data, std::memory_order_acq_rel);
   if (active_index_ && next.external_index >= 0)
     active_index_->store(static_cast<std::uint32_t>(next.external_index), std::memory_order_release);
-  return BitmapSnapshot(this, old, bytes_);
+  // Marks lie in the used part as it was when they were made, and it only grows.
+  return BitmapSnapshot(this, old, used_bytes_.load(std::memory_order_acquire));
 }
 
-void AccessBitmap::release(Buffer buffer) noexcept {
-  clear_buffer(buffer.data, bytes_);
+void AccessBitmap::set_used(std::uint64_t space_bytes) noexcept {
+  const std::uint64_t granule_bits = std::uint64_t{8} << space_.log2_alignment();  // space bytes per bitmap byte
+  std::uint64_t want = (space_bytes + granule_bits - 1) / granule_bits;
+  want = std::min<std::uint64_t>((want + 7) & ~std::uint64_t{7}, bytes_);
+  if (!used_set_.exchange(true, std::memory_order_acq_rel)) {
+    used_bytes_.store(static_cast<std::size_t>(want), std::memory_order_release);  // the first call sets it
+    return;
+  }
+  std::size_t cur = used_bytes_.load(std::memory_order_relaxed);
+  while (cur < want && !used_bytes_.compare_exchange_weak(cur, static_cast<std::size_t>(want), std::memory_order_acq_rel)) {
+  }
+}
+
+void AccessBitmap::release(Buffer buffer, std::size_t used) noexcept {
+  clear_buffer(buffer.data, used);
   std::lock_guard<std::mutex> lock(pool_mutex_);
   spares_.push_back(buffer);
 }
@@ -129,7 +143,7 @@ BitmapSnapshot::BitmapSnapshot(BitmapSnapshot&& other) noexcept
 
 BitmapSnapshot& BitmapSnapshot::operator=(BitmapSnapshot&& other) noexcept {
   if (this != &other) {
-    if (owner_) owner_->release(buffer_);
+    if (owner_) owner_->release(buffer_, size_);
     owner_ = other.owner_;
     buffer_ = other.buffer_;
     data_ = other.data_;
@@ -141,7 +155,7 @@ BitmapSnapshot& BitmapSnapshot::operator=(BitmapSnapshot&& other) noexcept {
 }
 
 BitmapSnapshot::~BitmapSnapshot() {
-  if (owner_) owner_->release(buffer_);
+  if (owner_) owner_->release(buffer_, size_);
 }
 
 bool BitmapSnapshot::test(Address addr) const noexcept {

@@ -130,11 +130,13 @@ LeakReport make_report(const ProfilerState& st, Address a, const internal::Track
 }  // namespace
 
 std::string format_leak(const LeakReport& r) {
+  const std::string_view method = r.method.empty() ? std::string_view("<unknown method>") : r.method;
+  // A source-location site ("leak.lua:12") has no bytecode offset to print.
+  const std::string where = r.bytecode_offset == SiteInfo::kNoOffset ? std::string(method)
+                                                                     : fmt::format("{} bci {}", method, r.bytecode_offset);
   return fmt::format(
-      "objprof: possible leak: {:#x} {} ({} bytes) allocated at {} bci {} (site {}), last accessed in epoch {}, "
-      "not since ({} GCs)",
-      r.addr, r.type_name.empty() ? std::string_view("<unknown type>") : r.type_name, r.size,
-      r.method.empty() ? std::string_view("<unknown method>") : r.method, r.bytecode_offset, r.site_id,
+      "objprof: possible leak: {:#x} {} ({} bytes) allocated at {} (site {}), last accessed in epoch {}, not since ({} GCs)",
+      r.addr, r.type_name.empty() ? std::string_view("<unknown type>") : r.type_name, r.size, where, r.site_id,
       r.last_access_epoch, r.epoch - r.last_access_epoch);
 }
 

@@ -93,6 +93,16 @@ class AccessBitmap {
   // Number of set bits in the active buffer.
   std::uint64_t count() const noexcept;
 
+  // A space reserved large and filled from its start as the runtime grows (a heap that
+  // commits as it goes, an arena): only its first `space_bytes` bytes hold objects so far,
+  // so harvests scan and clear only their part of the bitmap. It only grows (a smaller value
+  // is ignored); the runtime must call it before placing an object beyond the old extent.
+  // By default the whole space is in use; the first call, made before any object is placed,
+  // replaces that default.
+  void set_used(std::uint64_t space_bytes) noexcept;
+  // Bitmap bytes a harvest covers now.
+  std::size_t used_bytes() const noexcept { return used_bytes_.load(std::memory_order_acquire); }
+
   // Swaps in a zeroed buffer and returns the bits of the epoch that just ended. The bitmap
   // is all zero afterwards. Holding more than one snapshot at a time makes the bitmap mmap an
   // extra buffer (with external buffers that extra buffer is private to this process).
@@ -107,11 +117,14 @@ class AccessBitmap {
   };
 
   AccessBitmap(const HeapSpace& space, std::size_t bytes);
-  void release(Buffer buffer) noexcept;  // called by ~BitmapSnapshot: clear and return to pool
+  // Called by ~BitmapSnapshot: clear the first `used` bytes (the snapshot's) and return to pool.
+  void release(Buffer buffer, std::size_t used) noexcept;
 
   BarrierDescriptor desc_;  // first member: hot fields on the first cache line
   HeapSpace space_;
   std::size_t bytes_ = 0;
+  std::atomic<std::size_t> used_bytes_{0};
+  std::atomic<bool> used_set_{false};
   Buffer active_;
   std::mutex pool_mutex_;  // guards spares_ (collector side only)
   std::vector<Buffer> spares_;
@@ -130,7 +143,9 @@ class BitmapSnapshot {
   const HeapSpace& space() const noexcept { return owner_->space(); }
   std::span<const std::uint8_t> bytes() const noexcept { return {data_, size_}; }
   bool test(Address addr) const noexcept;
-  bool test_granule(std::uint64_t granule) const noexcept { return (data_[granule >> 3] >> (granule & 7)) & 1; }
+  bool test_granule(std::uint64_t granule) const noexcept {
+    return (granule >> 3) < size_ && ((data_[granule >> 3] >> (granule & 7)) & 1);
+  }
   std::uint64_t count() const noexcept;
   // One pass over the bits: appends (word index, word) for every non-zero 64-bit word to
   // `out` (cleared first) and returns the number of marked granules. Word i covers granules

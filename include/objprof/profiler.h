@@ -74,6 +74,9 @@ struct TypeInfo {
 };
 
 struct SiteInfo {
+  // bytecode_offset of a site that is a source location already (method "leak.lua:12"):
+  // reports print the method alone instead of "method@offset".
+  static constexpr std::uint32_t kNoOffset = 0xFFFF'FFFFu;
   std::uint32_t id = 0;
   std::uint64_t pc = 0;             // return address or bytecode pc; 0 if unknown
   std::string method;               // e.g. "ListLeak.main"
@@ -165,6 +168,10 @@ class Profiler {
   Result<SpaceId> add_space(const HeapSpace& space);
   Result<SpaceId> add_space(const HeapSpace& space, AccessBitmap::ExternalBuffers buffers);
   std::size_t space_count() const noexcept;
+  // The runtime uses only the first `bytes` of the space so far (reserved large, filled from
+  // its start): harvests scan only that part of its bitmap (AccessBitmap::set_used). Grow it
+  // before placing an object beyond it; after the first call it never shrinks. Any thread.
+  void set_space_used(SpaceId id, std::uint64_t bytes) { bitmap(id).set_used(bytes); }
   AccessBitmap& bitmap(SpaceId id);
   const BarrierDescriptor& barrier_descriptor(SpaceId id) { return bitmap(id).descriptor(); }
 

@@ -7,6 +7,8 @@
 #include "analyzer_back.h"
 #include "analyzer_front.h"
 
+#include "objprof/profiler.h"
+
 #include <fmt/core.h>
 #include <tbb/concurrent_queue.h>
 
@@ -20,6 +22,8 @@ namespace objprof::analysis {
 
 std::string site_label(const Site& s) {
   if (!s.defined) return fmt::format("site#{}", s.id);
+  // A site that is a source location already ("leak.lua:12") has no bytecode offset.
+  if (s.bytecode_offset == SiteInfo::kNoOffset) return s.method;
   return fmt::format("{}@{}", s.method, s.bytecode_offset);
 }
 

@@ -185,3 +185,31 @@ TEST_CASE("Racy marking loses at most one of two colliding marks per byte, and n
   REQUIRE(snap.ok());
   CHECK(snap->count() == bytes * 8);
 }
+
+TEST_CASE("Bitmap of a space used from its start: harvests cover only the used part", "[core][bitmap]") {
+  FakeHeap heap(1 << 20);  // 1 MiB space, 16 KiB of bitmap
+  auto bm = std::move(*AccessBitmap::create(heap.space()));
+  CHECK(bm->used_bytes() == (1u << 20) / 64);  // all of it by default
+  auto fresh = std::move(*AccessBitmap::create(heap.space()));
+  fresh->set_used(4096);  // 4 KiB in use: 64 bytes of bitmap
+  CHECK(fresh->used_bytes() == 64);
+  fresh->mark<MarkMode::kRacy>(heap.at(100));
+  fresh->set_used(1000);  // never shrinks
+  CHECK(fresh->used_bytes() == 64);
+  {
+    auto snap = std::move(*fresh->snapshot_and_clear());
+    CHECK(snap.bytes().size() == 64);
+    CHECK(snap.test(heap.at(100)));
+    CHECK(snap.count() == 1);
+    CHECK_FALSE(snap.test_granule(1 << 16));  // beyond the used part: never marked
+  }
+  fresh->set_used(100000);  // rounded up to whole words of bitmap
+  CHECK(fresh->used_bytes() == ((100000 + 63) / 64 + 7) / 8 * 8);
+  fresh->mark<MarkMode::kRacy>(heap.at(90000));
+  fresh->mark<MarkMode::kRacy>(heap.at(100));
+  auto snap = std::move(*fresh->snapshot_and_clear());
+  CHECK(snap.count() == 2);
+  CHECK(snap.test(heap.at(90000)));
+  fresh->set_used(std::uint64_t{1} << 40);  // capped at the space
+  CHECK(fresh->used_bytes() == (1u << 20) / 64);
+}
