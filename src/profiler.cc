@@ -97,6 +97,8 @@ struct ProfilerState {
   // Under control_mutex: a GC bracket is open (mutator chunks are held), and the thread-end
   // records of threads detached during it, written after the held chunks at gc_end.
   bool in_bracket = false;
+  GcKind gc_kind = GcKind::kFull;   // of the bracket open now (or last)
+  std::uint64_t full_gc_after = 0;  // one past the epoch of the latest non-minor GC; 0: none yet
   std::vector<std::uint32_t> deferred_thread_ends;
   std::atomic<std::uint64_t> objects_tracked{0};
   std::uint64_t leaks_reported = 0, bits_harvested = 0, moves = 0, frees = 0;
@@ -526,6 +528,7 @@ Status Profiler::gc_begin(GcKind kind) {
   // From here to gc_end, what mutators write (a sweep that runs between their steps) belongs
   // after the bracket: the writer holds it (TraceWriter::hold_mutator_chunks).
   st.in_bracket = true;
+  st.gc_kind = kind;
   if (st.writer) st.writer->hold_mutator_chunks(e + 1);
   if (st.control) {
     std::uint8_t* p = st.control->begin_record(1 + 8 + 1 + 8);
@@ -651,7 +654,9 @@ Status Profiler::gc_end() {
   if (st.checker) st.checker->gc_end();
 
   std::vector<std::pair<Address, internal::TrackedRecord*>> fresh;
-  st.tracker.for_each_stale(e, options_.stale_after_epochs, [&](Address a, internal::TrackedRecord& r) {
+  // This cycle proves its survivors reachable only if it examined the whole heap.
+  if (st.gc_kind != GcKind::kMinor) st.full_gc_after = std::uint64_t{e} + 1;
+  st.tracker.for_each_stale(e, options_.stale_after_epochs, st.full_gc_after, [&](Address a, internal::TrackedRecord& r) {
     if (!(r.size_flags & internal::StaleTracker::kReported)) {
       r.size_flags |= internal::StaleTracker::kReported;
       fresh.emplace_back(a, &r);
@@ -772,7 +777,7 @@ std::vector<LeakReport> Profiler::possible_leaks() const {
   const auto e = static_cast<std::uint32_t>(epoch());
   // The current epoch has not ended; staleness is judged at the last completed one.
   if (e == 0) return out;
-  st.tracker.for_each_stale(e - 1, options_.stale_after_epochs, [&](Address a, internal::TrackedRecord& r) {
+  st.tracker.for_each_stale(e - 1, options_.stale_after_epochs, st.full_gc_after, [&](Address a, internal::TrackedRecord& r) {
     out.push_back(make_report(st, a, r, e - 1));
   });
   // Largest first; ties by address, so the order does not depend on the tracker's layout.

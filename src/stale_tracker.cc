@@ -84,8 +84,9 @@ std::uint64_t StaleTracker::resize(std::span<const PendingResize> resizes) {
     last[n++] = last[i];
   }
   last.resize(n);
-  for (std::size_t s = 0; s < tables_.size(); ++s)
-    if (!tables_[s].empty()) build_index(s);
+  // Every space gets an index, empty ones too: a record started below makes its table non-empty,
+  // and the next lookup in it must find an (empty) index rather than none.
+  for (std::size_t s = 0; s < tables_.size(); ++s) build_index(s);
   std::uint64_t started = 0;
   for (const PendingResize& r : last) {
     std::size_t s = 0;

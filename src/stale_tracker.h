@@ -92,12 +92,15 @@ class StaleTracker {
     return false;
   }
 
-  // Calls fn(addr, record&) for every record that is stale at `epoch` with threshold k.
+  // Calls fn(addr, record&) for every record that is stale at `epoch` with threshold k and
+  // that a full collection has seen alive since its last access: `full_after` is one past
+  // the epoch of the latest full (not minor) GC, 0 if none yet.
   template <class Fn>
-  void for_each_stale(std::uint32_t epoch, std::uint32_t k, Fn&& fn) {
+  void for_each_stale(std::uint32_t epoch, std::uint32_t k, std::uint64_t full_after, Fn&& fn) {
     for (std::size_t s = 0; s < tables_.size(); ++s)
       for (TrackedRecord& r : tables_[s])
-        if (epoch - r.last_access >= k && epoch >= r.last_access) fn(spaces_[s].address_of(r.granule), r);
+        if (epoch - r.last_access >= k && epoch >= r.last_access && full_after > r.last_access)
+          fn(spaces_[s].address_of(r.granule), r);
   }
 
   std::uint64_t live() const noexcept;

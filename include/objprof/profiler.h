@@ -38,6 +38,11 @@
 // address where no live object starts, an object moved or freed twice in one GC, a move onto
 // memory still in use, and a ThreadState used by a thread that does not own it.
 //
+// Minor collections (GcKind::kMinor) do not prove an old object reachable: it may be garbage
+// that only a full collection examines. An object is therefore reported only once it is idle
+// for stale_after_epochs epochs *and* a full collection (any other kind) has run since its last
+// access and left it alive.
+//
 // Epochs: epoch 0 runs from creation to the first gc_begin. The bits of epoch e are harvested
 // at gc_begin(e) (mutators are stopped, so the epoch's accesses are complete): the bitmap is
 // dumped into the trace, cleared and the thread caches reset; gc_end(e) applies the cycle's

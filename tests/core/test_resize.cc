@@ -81,6 +81,18 @@ TEST_CASE("resize: a small object that grows past the threshold is tracked from 
   CHECK(r.errors.empty());
 }
 
+TEST_CASE("resize: several untracked objects start being tracked in one epoch", "[core][resize]") {
+  ResizeRig r;
+  for (std::size_t i = 0; i < 8; ++i) r.prof->on_alloc(*r.t, kAllocSite, kTable, r.heap.at(i * 256), 56);
+  for (std::size_t i = 0; i < 8; ++i) r.prof->on_resize(*r.t, r.heap.at(i * 256), 2048 + i, kGrowSite, kTable);
+  r.gc();  // no record existed before: each resize starts one
+  CHECK(r.prof->stats().tracked_live == 8);
+  r.gc();
+  r.gc();
+  CHECK(r.leaks.size() == 8);
+  CHECK(r.errors.empty());
+}
+
 TEST_CASE("resize: a tracked object keeps its site and takes its new footprint", "[core][resize]") {
   ResizeRig r;
   r.prof->on_alloc(*r.t, kAllocSite, kTable, r.heap.at(0), 2048);

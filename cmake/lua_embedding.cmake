@@ -1,0 +1,47 @@
+# Lua 5.4 with objprof embedded (embed/lua), built as what it is: an out-of-tree consumer of the
+# installed package. The library is installed into <build>/stage after every build of it, and
+# embed/lua is configured against that prefix (find_package(objprof)) with this build's
+# compiler, toolchain and sanitizers. lua-stock and objprof-lua land in <build>/bin.
+include(ExternalProject)
+
+set(OBJPROF_LUA_SOURCE_DIR "${PROJECT_SOURCE_DIR}/build/deps/lua5.4/lua5.4-5.4.4" CACHE PATH
+    "Debian's lua5.4 source with objprof's hook patch (embed/lua/fetch-lua-source.sh, run by scripts/setup.sh)")
+if(NOT EXISTS "${OBJPROF_LUA_SOURCE_DIR}/src/lapi.c")
+  message(FATAL_ERROR "OBJPROF_BUILD_LUA: no Lua source at '${OBJPROF_LUA_SOURCE_DIR}'. Run scripts/setup.sh "
+                      "(or embed/lua/fetch-lua-source.sh), or configure with -DOBJPROF_BUILD_LUA=OFF")
+endif()
+
+set(objprof_stage ${CMAKE_BINARY_DIR}/stage)
+# Always runs; `cmake --install` copies only what changed.
+add_custom_target(objprof_stage_install
+  COMMAND ${CMAKE_COMMAND} --install ${CMAKE_BINARY_DIR} --prefix ${objprof_stage} > ${CMAKE_BINARY_DIR}/stage-install.log
+  DEPENDS objprof
+  COMMENT "Installing objprof into ${objprof_stage} for embed/lua"
+  VERBATIM)
+
+set(lua_cxx_flags "")
+set(lua_link_flags "")
+if(OBJPROF_SANITIZE)
+  string(REPLACE ";" "," _lua_san "${OBJPROF_SANITIZE}")
+  set(lua_cxx_flags "-fsanitize=${_lua_san} -fno-omit-frame-pointer -fno-sanitize-recover=all")
+  set(lua_link_flags "-fsanitize=${_lua_san}")
+endif()
+set(lua_args
+  -DCMAKE_PREFIX_PATH=${objprof_stage}
+  -DLUA_SOURCE_DIR=${OBJPROF_LUA_SOURCE_DIR}
+  -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE}
+  -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER}
+  -DCMAKE_CXX_FLAGS=${lua_cxx_flags}
+  -DCMAKE_EXE_LINKER_FLAGS=${lua_link_flags}
+  -DCMAKE_RUNTIME_OUTPUT_DIRECTORY=${CMAKE_BINARY_DIR}/bin)
+if(CMAKE_TOOLCHAIN_FILE)
+  list(APPEND lua_args -DCMAKE_TOOLCHAIN_FILE=${CMAKE_TOOLCHAIN_FILE})
+endif()
+ExternalProject_Add(objprof_lua
+  SOURCE_DIR ${PROJECT_SOURCE_DIR}/embed/lua
+  BINARY_DIR ${CMAKE_BINARY_DIR}/embed-lua
+  CMAKE_ARGS ${lua_args}
+  BUILD_ALWAYS TRUE
+  INSTALL_COMMAND ""
+  DEPENDS objprof_stage_install
+  USES_TERMINAL_BUILD TRUE)

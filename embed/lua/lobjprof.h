@@ -1,0 +1,69 @@
+// objprof's hook header for Lua 5.4 (the objprof build compiles Lua as C++, with LUA_OBJPROF
+// and LUA_USER_H="lobjprof.h", so lua.h includes this file in every Lua source). It defines the
+// luai_objprof_* macros that objprof-hooks.patch places in Lua; without it they are no-ops.
+//
+// Where the barrier's state lives: in Lua's own per-VM structure. The patch adds one field to
+// global_State (luai_objprof_gfield); an access runs objprof's inline C++ barrier on the
+// ThreadState and BarrierDescriptor that field points to. Before the profiler is attached (and
+// after lua_close has started) they point to an empty space, so the barrier marks nothing.
+// Everything else is an out-of-line call into objprof_lua.cc.
+#ifndef lobjprof_h
+#define lobjprof_h
+
+#if defined(LUA_OBJPROF)
+
+#include <objprof/barrier.h>
+
+#include <cstddef>
+#include <cstdint>
+
+struct lua_State;
+struct GCObject;
+struct global_State;
+
+namespace objprof_lua {
+
+struct Vm;
+
+// The field the patch adds to global_State.
+struct GlobalHook {
+  objprof::ThreadState* thread;
+  const objprof::BarrierDescriptor* space;
+  Vm* vm;  // null: objprof is not (or no longer) attached to this state
+};
+
+using Alloc = void* (*)(void*, void*, std::size_t, std::size_t);
+// Called by lua_newstate: the hooks of a state with objprof's allocator go to its profiler.
+void init(GlobalHook& hook, Alloc frealloc, void* ud) noexcept;
+void on_newobj(lua_State* L, GCObject* o, std::size_t size);
+void on_free(lua_State* L, GCObject* o);
+void on_resize(lua_State* L, GCObject* o);
+void on_gc_begin(lua_State* L);
+void on_gc_end(lua_State* L);
+void on_close(lua_State* L);
+Vm* vm_of(lua_State* L) noexcept;  // null when the state is not (or no longer) profiled
+bool incremental_forced(const Vm& vm) noexcept;
+// luaL_newstate's allocator and its ud: objprof's arena and a new profiler for the state.
+Alloc allocator(Alloc lua_default) noexcept;
+void* allocator_ud(void* lua_default);
+
+OBJPROF_ALWAYS_INLINE void access(const GlobalHook& hook, const void* obj) noexcept {
+  objprof::access<objprof::DefaultBarrier>(*hook.thread, *hook.space, reinterpret_cast<objprof::Address>(obj));
+}
+
+}  // namespace objprof_lua
+
+#define luai_objprof_gfield		objprof_lua::GlobalHook objprof;
+#define luai_objprof_init(g)		objprof_lua::init((g)->objprof, (g)->frealloc, (g)->ud)
+#define luai_objprof_newobj(L,o,sz)	objprof_lua::on_newobj(L, o, sz)
+#define luai_objprof_free(L,o)		objprof_lua::on_free(L, o)
+#define luai_objprof_resize(L,o)	objprof_lua::on_resize(L, o)
+#define luai_objprof_access(L,o)	objprof_lua::access(G(L)->objprof, (o))
+#define luai_objprof_gcbegin(L)		objprof_lua::on_gc_begin(L)
+#define luai_objprof_gcend(L)		objprof_lua::on_gc_end(L)
+#define luai_objprof_close(L)		objprof_lua::on_close(L)
+#define luai_objprof_allocf(f)		objprof_lua::allocator(f)
+#define luai_objprof_allocud(ud)	objprof_lua::allocator_ud(ud)
+
+#endif  // LUA_OBJPROF
+#endif  // lobjprof_h

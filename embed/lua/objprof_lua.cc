@@ -1,0 +1,431 @@
+// objprof inside Lua 5.4: the glue between the hooks of objprof-hooks.patch (lobjprof.h) and
+// objprof's public API, consumed as an installed package (find_package(objprof)).
+//
+// - Heap: every collectable object lives in one reserved region, one objprof HeapSpace. Lua's
+//   allocator is a oneTBB memory pool whose raw memory comes from that region, first from its
+//   start (so harvests scan only the used part: Profiler::set_space_used). An exhausted region
+//   is Lua's own "not enough memory" error.
+// - Sites: the running Lua function's source and current line ("leak.lua:12"), interned per
+//   (prototype, pc); allocations inside C functions belong to the calling Lua frame.
+//   Types: the Lua type of the object's variant tag.
+// - Collector: Lua's incremental collector sweeps between mutator steps; objprof's bracket
+//   opens at atomic() and closes at the end of the sweep (profiler.h, "let mutators run
+//   inside the bracket"). lua_close first completes a sweep in progress, reports, finishes
+//   the trace, and detaches: the frees of lua_close are not profiled.
+// - The barrier state sits in Lua's global_State (lobjprof.h).
+#include "lobjprof.h"
+
+#include "ldebug.h"
+#include "lgc.h"
+#include "lobject.h"
+#include "lstate.h"
+#include "lstring.h"
+#include "ltable.h"
+#include "lua.h"
+
+#include "objprof_lua_options.h"
+
+#include <objprof/profiler.h>
+
+#define TBB_PREVIEW_MEMORY_POOL 1
+#include <oneapi/tbb/memory_pool.h>
+
+#include <fmt/core.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace objprof_lua {
+
+using objprof::Address;
+
+// The reserved region and its raw blocks: handed out from the start (the used extent is what
+// harvests scan), reused best-fit when the pool gives blocks back.
+class Region {
+ public:
+  explicit Region(std::uint64_t bytes) : bytes_((bytes + 4095) & ~std::uint64_t{4095}) {
+    bytes = bytes_;
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+      std::fprintf(stderr, "objprof-lua: cannot reserve a heap region of %llu bytes: %s\n",
+                   static_cast<unsigned long long>(bytes), std::strerror(errno));
+      std::exit(1);
+    }
+    begin_ = static_cast<char*>(p);
+    top_ = begin_;
+  }
+  char* begin() const noexcept { return begin_; }
+  std::uint64_t bytes() const noexcept { return bytes_; }
+  std::uint64_t used() const noexcept { return static_cast<std::uint64_t>(top_ - begin_); }
+
+  char* take(std::size_t n) {
+    n = (n + 4095) & ~std::size_t{4095};
+    if (auto it = free_.lower_bound(n); it != free_.end()) {
+      char* p = it->second;
+      const std::size_t have = it->first;
+      free_.erase(it);
+      if (have > n) free_.emplace(have - n, p + n);
+      return p;
+    }
+    if (n > bytes_ - used()) return nullptr;  // exhausted: Lua raises "not enough memory"
+    char* p = top_;
+    top_ += n;
+    return p;
+  }
+  void give_back(char* p, std::size_t n) {
+    n = (n + 4095) & ~std::size_t{4095};
+    if (p + n == top_) top_ = p;
+    else free_.emplace(n, p);
+  }
+
+ private:
+  std::uint64_t bytes_;
+  char* begin_ = nullptr;
+  char* top_ = nullptr;
+  std::multimap<std::size_t, char*> free_;
+};
+
+// The memory pool's source of raw memory (a std::allocator-shaped adaptor over the region).
+struct RawAlloc {
+  using value_type = char;
+  Vm* vm;
+  explicit RawAlloc(Vm* v) : vm(v) {}
+  char* allocate(std::size_t n);
+  void deallocate(char* p, std::size_t n);
+};
+
+struct Vm {
+  Options opt;
+  Region region;
+  tbb::memory_pool<RawAlloc> pool;
+  std::unique_ptr<objprof::Profiler> prof;
+  objprof::ThreadState* thread = nullptr;
+  const objprof::BarrierDescriptor* space = nullptr;
+  objprof::SpaceId space_id = 0;
+  lua_State* main = nullptr;
+  bool closed = false;
+  // Sites: "source:line" -> id, and per prototype a pc -> id cache (0 = not yet looked up).
+  std::unordered_map<std::string, std::uint32_t> site_ids;
+  std::unordered_map<const Proto*, std::vector<std::uint32_t>> proto_sites;
+  const Proto* last_proto = nullptr;
+  std::vector<std::uint32_t>* last_sites = nullptr;
+
+  explicit Vm(Options o) : opt(std::move(o)), region(opt.heap_bytes), pool(RawAlloc(this)) {}
+};
+
+char* RawAlloc::allocate(std::size_t n) {
+  char* p = vm->region.take(n);
+  if (p && vm->prof) vm->prof->set_space_used(vm->space_id, vm->region.used());
+  return p;
+}
+void RawAlloc::deallocate(char* p, std::size_t n) { vm->region.give_back(p, n); }
+
+namespace {
+
+// Type ids are Lua's variant tags (o->tt).
+struct TypeName { int tag; const char* name; };
+constexpr TypeName kTypes[] = {
+    {LUA_VSHRSTR, "string"}, {LUA_VLNGSTR, "string"},   {LUA_VTABLE, "table"},   {LUA_VLCL, "function"},
+    {LUA_VCCL, "function (C)"}, {LUA_VUSERDATA, "userdata"}, {LUA_VTHREAD, "thread"}, {LUA_VUPVAL, "upvalue"},
+    {LUA_VPROTO, "prototype"},
+};
+const char* type_name(int tag) {
+  for (const TypeName& t : kTypes)
+    if (t.tag == tag) return t.name;
+  return "?";
+}
+
+constexpr std::uint32_t kCSite = 1;  // allocations with no Lua frame on the stack
+
+
+
+// Every Vm of the process; reachable until exit, when the report of a state that was never
+// closed (os.exit without close) is printed.
+std::vector<Vm*>& all_vms() {
+  static auto* vms = new std::vector<Vm*>();
+  return *vms;
+}
+
+objprof::ThreadState& detached_thread() {
+  static auto* t = new objprof::ThreadState(0, "detached");
+  return *t;
+}
+const objprof::BarrierDescriptor& empty_space() {
+  static const objprof::BarrierDescriptor d{};  // size 0: the barrier never marks
+  return d;
+}
+
+void* vm_alloc(void* ud, void* ptr, std::size_t /*osize*/, std::size_t nsize) {
+  Vm* vm = static_cast<Vm*>(ud);
+  if (nsize == 0) {
+    if (ptr) vm->pool.free(ptr);
+    return nullptr;
+  }
+  return ptr ? vm->pool.realloc(ptr, nsize) : vm->pool.malloc(nsize);
+}
+
+std::uint32_t intern_site(Vm& vm, std::string where) {
+  auto [it, fresh] = vm.site_ids.try_emplace(where, static_cast<std::uint32_t>(vm.site_ids.size() + 1));
+  if (fresh) (void)vm.prof->define_site({it->second, 0, std::move(where), objprof::SiteInfo::kNoOffset});
+  return it->second;
+}
+
+// The site of an allocation: the innermost Lua frame's current line.
+std::uint32_t site_of(Vm& vm, lua_State* L) {
+  CallInfo* ci = L->ci;
+  while (ci != &L->base_ci && !isLua(ci)) ci = ci->previous;
+  if (ci == &L->base_ci) return kCSite;
+  const Proto* p = ci_func(ci)->p;
+  if (p != vm.last_proto) {
+    auto& sites = vm.proto_sites[p];
+    if (sites.size() != static_cast<std::size_t>(p->sizecode)) sites.assign(static_cast<std::size_t>(p->sizecode), 0);
+    vm.last_proto = p;
+    vm.last_sites = &sites;
+  }
+  const int pc = std::clamp(pcRel(ci->u.l.savedpc, p), 0, std::max(p->sizecode - 1, 0));
+  if (vm.last_sites->empty()) return kCSite;
+  std::uint32_t& id = (*vm.last_sites)[static_cast<std::size_t>(pc)];
+  if (id == 0) {
+    char source[LUA_IDSIZE];
+    if (p->source) luaO_chunkid(source, getstr(p->source), tsslen(p->source));
+    else std::strcpy(source, "?");
+    id = intern_site(vm, fmt::format("{}:{}", source, luaG_getfuncline(p, pc)));
+  }
+  return id;
+}
+
+std::uint64_t footprint(GCObject* o) {
+  switch (o->tt) {
+    case LUA_VTABLE: {
+      const Table* t = gco2t(o);
+      return sizeof(Table) + std::uint64_t{luaH_realasize(t)} * sizeof(TValue) +
+             (isdummy(t) ? 0 : std::uint64_t{sizenode(t)} * sizeof(Node));
+    }
+    case LUA_VTHREAD: {
+      lua_State* th = gco2th(o);
+      return sizeof(lua_State) + std::uint64_t(stacksize(th) + EXTRA_STACK) * sizeof(StackValue);
+    }
+    default: return 0;
+  }
+}
+
+Vm* vm_of_state(lua_State* L) noexcept {
+  Vm* vm = G(L)->objprof.vm;
+  return vm && !vm->closed ? vm : nullptr;
+}
+
+// The metatable's __name of a table or userdata, else its Lua type.
+std::string type_label(lua_State* L, GCObject* o) {
+  Table* mt = o->tt == LUA_VTABLE ? gco2t(o)->metatable : o->tt == LUA_VUSERDATA ? gco2u(o)->metatable : nullptr;
+  if (mt) {
+    const TValue* v = luaH_getshortstr(mt, luaS_new(L, "__name"));
+    if (ttisstring(v)) return fmt::format("{} ({})", getstr(tsvalue(v)), type_name(o->tt));
+  }
+  return type_name(o->tt);
+}
+
+std::string human_bytes(std::uint64_t b) {
+  if (b >= (std::uint64_t{1} << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1 << 20));
+  if (b >= 1024) return fmt::format("{:.1f} KiB", static_cast<double>(b) / 1024);
+  return fmt::format("{} B", b);
+}
+
+// The leak report at exit: one line per (site, type), largest footprint first.
+void report(Vm& vm, lua_State* L) {
+  if (!vm.opt.report) return;
+  const std::vector<objprof::LeakReport> leaks = vm.prof->possible_leaks();
+  if (leaks.empty()) return;
+  struct Group { std::string site, type; std::uint64_t bytes = 0, objects = 0, idle = 0; };
+  std::map<std::pair<std::uint32_t, std::string>, Group> groups;
+  std::uint64_t shown = 0;
+  for (const objprof::LeakReport& r : leaks) {
+    // Objects made with no Lua frame on the stack are the host's set-up (the standard
+    // libraries' tables): idle by design, not the program's leaks.
+    if (r.site_id == kCSite) continue;
+    ++shown;
+    std::string type = type_label(L, reinterpret_cast<GCObject*>(r.addr));
+    Group& g = groups[{r.site_id, type}];
+    g.site = std::string(r.method);
+    g.type = std::move(type);
+    g.bytes += r.size;
+    ++g.objects;
+    g.idle = std::max(g.idle, r.epoch - r.last_access_epoch);
+  }
+  if (shown == 0) return;
+  std::vector<Group> order;
+  for (auto& [key, g] : groups) order.push_back(std::move(g));
+  std::stable_sort(order.begin(), order.end(), [](const Group& a, const Group& b) { return a.bytes > b.bytes; });
+  std::string out = fmt::format(
+      "objprof: {} possible leak{} at exit: objects idle for at least {} GCs, holding at least {} bytes; "
+      "largest first\n",
+      shown, shown == 1 ? "" : "s", vm.opt.stale_after, vm.opt.min_size);
+  for (const Group& g : order)
+    out += fmt::format("objprof:   {}  {}  {} in {} object{}, idle for {} GCs\n", g.site, g.type, human_bytes(g.bytes),
+                       g.objects, g.objects == 1 ? "" : "s", g.idle);
+  std::fputs(out.c_str(), stderr);
+}
+
+// Ends profiling of a state: completes a sweep in progress (so its dead objects are not
+// reported), reports, finishes the trace and detaches the hooks.
+void close_vm(Vm& vm, lua_State* L) {
+  if (vm.closed) return;
+  global_State* g = G(L);
+  if (issweepphase(g)) luaC_runtilstate(L, bitmask(GCScallfin));
+  if (vm.prof->in_gc()) (void)vm.prof->gc_end();
+  report(vm, L);
+  if (objprof::Status s = vm.prof->finish(); !s.ok())
+    std::fprintf(stderr, "objprof-lua: the trace is incomplete: %s\n", s.error().message.c_str());
+  vm.closed = true;
+  g->objprof.thread = &detached_thread();
+  g->objprof.space = &empty_space();
+}
+
+void at_exit() {
+  for (Vm* vm : all_vms())
+    if (!vm->closed && vm->main) close_vm(*vm, vm->main);
+}
+
+Vm* create_vm() {
+  auto opt = options_from_environment();
+  if (!opt.ok()) {
+    std::fprintf(stderr, "objprof-lua: %s\n", opt.error().message.c_str());
+    std::exit(2);
+  }
+  auto vm = std::make_unique<Vm>(std::move(*opt));
+  objprof::ProfilerOptions po;
+  po.stale_after_epochs = vm->opt.stale_after;
+  po.min_tracked_size = vm->opt.min_size;
+  po.trace_path = vm->opt.trace_path;
+  po.default_leak_printer = false;  // the report at exit groups them (report())
+  auto prof = objprof::Profiler::create(std::move(po));
+  if (!prof.ok()) {
+    std::fprintf(stderr, "objprof-lua: %s\n", prof.error().message.c_str());
+    std::exit(2);
+  }
+  vm->prof = std::move(*prof);
+  const auto begin = reinterpret_cast<Address>(vm->region.begin());
+  auto space = objprof::HeapSpace::make(begin, begin + vm->region.bytes(), 8, "lua");
+  if (!space.ok()) {
+    std::fprintf(stderr, "objprof-lua: %s\n", space.error().message.c_str());
+    std::exit(2);
+  }
+  vm->space_id = *vm->prof->add_space(*space);
+  vm->prof->set_space_used(vm->space_id, 0);  // filled from the start (Region::take)
+  vm->space = &vm->prof->barrier_descriptor(vm->space_id);
+  for (const TypeName& t : kTypes) (void)vm->prof->define_type({static_cast<std::uint32_t>(t.tag), t.name, 0, false});
+  (void)vm->prof->define_site({kCSite, 0, "[C]", objprof::SiteInfo::kNoOffset});
+  vm->site_ids.emplace("[C]", kCSite);
+  auto thread = vm->prof->attach_thread(1, "lua");
+  if (!thread.ok()) {
+    std::fprintf(stderr, "objprof-lua: %s\n", thread.error().message.c_str());
+    std::exit(2);
+  }
+  vm->thread = *thread;
+  if (all_vms().empty()) std::atexit(at_exit);
+  all_vms().push_back(vm.get());
+  return vm.release();
+}
+
+}  // namespace
+
+Vm* vm_of(lua_State* L) noexcept { return vm_of_state(L); }
+bool incremental_forced(const Vm& vm) noexcept { return vm.opt.gc == GcMode::kIncremental; }
+
+Alloc allocator(Alloc) noexcept { return &vm_alloc; }
+void* allocator_ud(void*) { return create_vm(); }
+
+void init(GlobalHook& hook, Alloc frealloc, void* ud) noexcept {
+  if (frealloc == &vm_alloc) {
+    Vm* vm = static_cast<Vm*>(ud);
+    hook.vm = vm;
+    hook.thread = vm->thread;
+    hook.space = vm->space;
+  } else {  // a state with another allocator is not profiled
+    hook.vm = nullptr;
+    hook.thread = &detached_thread();
+    hook.space = &empty_space();
+  }
+}
+
+void on_newobj(lua_State* L, GCObject* o, std::size_t size) {
+  Vm* vm = vm_of_state(L);
+  if (!vm) return;
+  if (!vm->main) vm->main = G(L)->mainthread;
+  vm->prof->on_alloc(*vm->thread, site_of(*vm, L), o->tt, reinterpret_cast<Address>(o), size);
+}
+
+void on_free(lua_State* L, GCObject* o) {
+  Vm* vm = vm_of_state(L);
+  if (!vm) return;
+  if (o->tt == LUA_VPROTO) {  // a later prototype may reuse the address
+    vm->proto_sites.erase(gco2p(o));
+    vm->last_proto = nullptr;
+  }
+  vm->prof->on_free(reinterpret_cast<Address>(o));
+}
+
+void on_resize(lua_State* L, GCObject* o) {
+  Vm* vm = vm_of_state(L);
+  if (!vm || o == obj2gco(G(L)->mainthread)) return;  // the main thread is not a heap object
+  vm->prof->on_resize(*vm->thread, reinterpret_cast<Address>(o), footprint(o), site_of(*vm, L), o->tt);
+}
+
+void on_gc_begin(lua_State* L) {
+  Vm* vm = vm_of_state(L);
+  if (!vm) return;
+  if (vm->prof->in_gc()) (void)vm->prof->gc_end();  // never two brackets at once
+  const auto kind = G(L)->gckind == KGC_GEN ? objprof::GcKind::kMinor : objprof::GcKind::kConcurrent;
+  if (objprof::Status s = vm->prof->gc_begin(kind); !s.ok())
+    std::fprintf(stderr, "objprof-lua: %s\n", s.error().message.c_str());
+}
+
+void on_gc_end(lua_State* L) {
+  Vm* vm = vm_of_state(L);
+  // The end of a sweep that no atomic() started (a full collection first sweeps everything
+  // back to white) closes nothing.
+  if (!vm || !vm->prof->in_gc()) return;
+  if (objprof::Status s = vm->prof->gc_end(); !s.ok())
+    std::fprintf(stderr, "objprof-lua: %s\n", s.error().message.c_str());
+}
+
+void on_close(lua_State* L) {
+  if (Vm* vm = vm_of_state(L)) close_vm(*vm, L);
+}
+
+}  // namespace objprof_lua
+
+// lua.c of objprof-lua calls this instead of lua_gc (compiled with -Dlua_gc=objprof_lua_gc):
+// lua.c switches the collector to generational mode at start-up, as stock lua5.4 does, and
+// objprof-lua's --gc=incremental keeps Lua's incremental collector instead. lua.c passes at
+// most two arguments after `what`.
+extern "C" int objprof_lua_gc(lua_State* L, int what, ...) {
+  objprof_lua::Vm* vm = objprof_lua::vm_of_state(L);
+  if (what == LUA_GCGEN && vm && vm->opt.gc == objprof_lua::GcMode::kIncremental) return lua_gc(L, LUA_GCINC, 0, 0, 0);
+  if (what == LUA_GCINC && vm && vm->opt.gc == objprof_lua::GcMode::kGenerational) return lua_gc(L, LUA_GCGEN, 0, 0);
+  std::va_list ap;
+  va_start(ap, what);
+  int r = 0;
+  switch (what) {
+    case LUA_GCGEN: {
+      const int a = va_arg(ap, int);
+      const int b = va_arg(ap, int);
+      r = lua_gc(L, what, a, b);
+      break;
+    }
+    case LUA_GCSTEP:
+    case LUA_GCSETPAUSE:
+    case LUA_GCSETSTEPMUL: r = lua_gc(L, what, va_arg(ap, int)); break;
+    default: r = lua_gc(L, what); break;
+  }
+  va_end(ap);
+  return r;
+}

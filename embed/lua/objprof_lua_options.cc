@@ -1,0 +1,78 @@
+#include "objprof_lua_options.h"
+
+#include <fmt/core.h>
+
+#include <charconv>
+#include <cstdlib>
+
+namespace objprof_lua {
+namespace {
+
+objprof::Result<std::uint64_t> parse_uint(const char* name, const std::string& text, std::uint64_t max) {
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v > max)
+    return objprof::make_error(objprof::ErrorCode::kInvalidArgument,
+                               fmt::format("{}='{}' is not a whole number from 0 to {}", name, text, max));
+  return v;
+}
+
+}  // namespace
+
+objprof::Result<std::uint64_t> parse_bytes(const std::string& text) {
+  std::string digits = text;
+  std::uint64_t unit = 1;
+  if (!digits.empty()) {
+    switch (digits.back()) {
+      case 'K': case 'k': unit = std::uint64_t{1} << 10; break;
+      case 'M': case 'm': unit = std::uint64_t{1} << 20; break;
+      case 'G': case 'g': unit = std::uint64_t{1} << 30; break;
+      default: break;
+    }
+    if (unit != 1) digits.pop_back();
+  }
+  auto v = parse_uint("size", digits, (std::uint64_t{1} << 46) / unit);
+  if (!v.ok())
+    return objprof::make_error(objprof::ErrorCode::kInvalidArgument,
+                               fmt::format("'{}' is not a size (bytes, or a number with K, M or G, at most 64T)", text));
+  return *v * unit;
+}
+
+objprof::Result<Options> options_from_environment() {
+  Options o;
+  auto env = [](const char* name) -> const char* {
+    const char* v = std::getenv(name);
+    return v && *v ? v : nullptr;
+  };
+  if (const char* v = env("OBJPROF_LUA_STALE_AFTER")) {
+    auto k = parse_uint("OBJPROF_LUA_STALE_AFTER", v, 1u << 30);
+    if (!k.ok()) return k.error();
+    if (*k == 0) return objprof::make_error(objprof::ErrorCode::kInvalidArgument, "OBJPROF_LUA_STALE_AFTER must be at least 1");
+    o.stale_after = static_cast<std::uint32_t>(*k);
+  }
+  if (const char* v = env("OBJPROF_LUA_MIN_SIZE")) {
+    auto b = parse_bytes(v);
+    if (!b.ok()) return objprof::make_error(objprof::ErrorCode::kInvalidArgument, "OBJPROF_LUA_MIN_SIZE: " + b.error().message);
+    o.min_size = *b;
+  }
+  if (const char* v = env("OBJPROF_LUA_TRACE")) o.trace_path = v;
+  if (const char* v = env("OBJPROF_LUA_GC")) {
+    const std::string g = v;
+    if (g == "incremental") o.gc = GcMode::kIncremental;
+    else if (g == "generational") o.gc = GcMode::kGenerational;
+    else
+      return objprof::make_error(objprof::ErrorCode::kInvalidArgument,
+                                 fmt::format("OBJPROF_LUA_GC='{}': use incremental or generational", g));
+  }
+  if (const char* v = env("OBJPROF_LUA_HEAP")) {
+    auto b = parse_bytes(v);
+    if (!b.ok()) return objprof::make_error(objprof::ErrorCode::kInvalidArgument, "OBJPROF_LUA_HEAP: " + b.error().message);
+    if (*b < (std::uint64_t{1} << 20))
+      return objprof::make_error(objprof::ErrorCode::kInvalidArgument, "OBJPROF_LUA_HEAP must be at least 1M");
+    o.heap_bytes = *b;
+  }
+  if (const char* v = env("OBJPROF_LUA_REPORT")) o.report = std::string(v) != "0";
+  return o;
+}
+
+}  // namespace objprof_lua

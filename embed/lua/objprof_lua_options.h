@@ -1,0 +1,27 @@
+// objprof-lua's options, from the environment (the `objprof lua` command sets them from its
+// flags; docs/embedding.md lists them). A bad value is an error, never a silent default.
+#pragma once
+
+#include <objprof/result.h>
+
+#include <cstdint>
+#include <string>
+
+namespace objprof_lua {
+
+enum class GcMode { kLuaDefault, kIncremental, kGenerational };
+
+struct Options {
+  std::uint32_t stale_after = 4;            // OBJPROF_LUA_STALE_AFTER: GC_K
+  std::uint64_t min_size = 256;             // OBJPROF_LUA_MIN_SIZE: bytes (footprint) to track
+  std::string trace_path;                   // OBJPROF_LUA_TRACE: write the trace there
+  GcMode gc = GcMode::kLuaDefault;          // OBJPROF_LUA_GC: incremental | generational
+  std::uint64_t heap_bytes = std::uint64_t{1} << 30;  // OBJPROF_LUA_HEAP: the region (K/M/G suffixes)
+  bool report = true;                       // OBJPROF_LUA_REPORT=0: no leak report at exit
+};
+
+objprof::Result<Options> options_from_environment();
+// "64M" -> 67108864; errors name the text.
+objprof::Result<std::uint64_t> parse_bytes(const std::string& text);
+
+}  // namespace objprof_lua

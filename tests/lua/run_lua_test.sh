@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The Lua embedding's tests (ctest runs one script per test; tests/CMakeLists.txt).
+#   run_lua_test.sh diff    BIN SCRIPT [ARGS...]  stock Lua and objprof-Lua (both collector modes,
+#                                                  hook checks on) print the same stdout and exit
+#                                                  with the same status; stdin is a fixed text
+#   run_lua_test.sh leak    BIN SCRIPT            the online report at exit names the line marked
+#                                                  "-- LEAK" first
+#   run_lua_test.sh noleak  BIN SCRIPT            no report at exit
+#   run_lua_test.sh offline BIN SCRIPT            `objprof report` on the trace ranks the line
+#                                                  marked "-- LEAK" first
+#   run_lua_test.sh cli     BIN                   `objprof lua` runs like lua5.4 and refuses bad options
+# BIN is the build's bin directory. EMULATOR (e.g. "qemu-aarch64 -L / -cpu max") prefixes every
+# program run, for the arm64 build.
+set -euo pipefail
+mode="$1"
+bin="$2"
+shift 2
+read -r -a emu <<<"${EMULATOR:-}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+export OBJPROF_CHECK_HOOKS=1  # every hook placement is checked against a shadow heap
+# Debian's lua5.4 finds Debian's Lua libraries (dkjson, penlight) on its default path.
+unset LUA_PATH LUA_PATH_5_4 LUA_CPATH LUA_CPATH_5_4 LUA_INIT LUA_INIT_5_4
+
+leak_line() {  # the line marked -- LEAK in $1, as "file.lua:LINE"
+  local n
+  n="$(grep -n -- '-- LEAK' "$1" | head -1 | cut -d: -f1)"
+  [[ -n "$n" ]] || { echo "no '-- LEAK' marker in $1" >&2; exit 1; }
+  echo "$(basename "$1"):$n"
+}
+
+case "$mode" in
+  diff)
+    script="$1"
+    shift
+    printf 'first line\nsecond line\n' >"$work/stdin"
+    set +e
+    "${emu[@]}" "$bin/lua-stock" "$script" "$@" <"$work/stdin" >"$work/stock.out" 2>"$work/stock.err"
+    stock_rc=$?
+    set -e
+    for gc in generational incremental; do
+      set +e
+      OBJPROF_LUA_GC=$gc OBJPROF_LUA_REPORT=0 "${emu[@]}" "$bin/objprof-lua" "$script" "$@" <"$work/stdin" \
+        >"$work/objprof.out" 2>"$work/objprof.err"
+      rc=$?
+      set -e
+      if [[ $rc -ne $stock_rc ]] || ! cmp -s "$work/stock.out" "$work/objprof.out"; then
+        echo "FAIL ($gc): exit $rc vs stock $stock_rc; stdout differs:"
+        diff "$work/stock.out" "$work/objprof.out" | head -20
+        echo "--- objprof-lua stderr:"
+        head -20 "$work/objprof.err"
+        exit 1
+      fi
+      if grep -q "protocol error" "$work/objprof.err"; then cat "$work/objprof.err"; exit 1; fi
+    done
+    echo "identical output ($(wc -l <"$work/stock.out") lines, exit $stock_rc) under stock Lua and objprof-Lua (generational, incremental)"
+    ;;
+  leak | noleak)
+    script="$1"
+    for gc in generational incremental; do
+      OBJPROF_LUA_GC=$gc "${emu[@]}" "$bin/objprof-lua" "$script" >"$work/out" 2>"$work/err" || { cat "$work/err"; exit 1; }
+      if grep -q "protocol error" "$work/err"; then cat "$work/err"; exit 1; fi
+      if [[ "$mode" == noleak ]]; then
+        if grep -q "possible leak" "$work/err"; then echo "FAIL ($gc): a leak-free program was reported:"; cat "$work/err"; exit 1; fi
+        echo "$gc: no report"
+      else
+        want="$(leak_line "$script")"
+        first="$(grep -m1 '^objprof:   ' "$work/err" || true)"
+        if [[ "$first" != *" $want "* && "$first" != "objprof:   $want "* ]]; then
+          echo "FAIL ($gc): expected $want first; the report was:"; cat "$work/err"; exit 1
+        fi
+        echo "$gc: $first"
+      fi
+    done
+    ;;
+  offline)
+    script="$1"
+    want="$(leak_line "$script")"
+    OBJPROF_LUA_TRACE="$work/t.trace" "${emu[@]}" "$bin/objprof-lua" "$script" >"$work/out" 2>"$work/err" || { cat "$work/err"; exit 1; }
+    if grep -q "protocol error" "$work/err"; then cat "$work/err"; exit 1; fi
+    "${emu[@]}" "$bin/objprof" report "$work/t.trace" >"$work/report" 2>&1 || { cat "$work/report"; exit 1; }
+    first="$(sed -n '/^Possible leaks/,$p' "$work/report" | grep -m1 -E '^ *1 ' || true)"
+    if [[ "$first" != *"$want"* ]]; then echo "FAIL: expected $want first:"; sed -n '/^Possible leaks/,/total:/p' "$work/report"; exit 1; fi
+    echo "offline: $first"
+    echo "trace: $(stat -c %s "$work/t.trace") bytes"
+    ;;
+  cli)
+    printf 'print("hi", ...) os.exit(5)\n' >"$work/s.lua"
+    set +e
+    out="$("${emu[@]}" "$bin/objprof" lua "$work/s.lua" --x y 2>&1)"
+    rc=$?
+    set -e
+    [[ "$out" == $'hi\t--x\ty' && $rc -eq 5 ]] || { echo "FAIL: objprof lua gave '$out', exit $rc"; exit 1; }
+    for bad in "--heap=12Q" "--min-size=-1" "--stale-after=0" "--gc=copying"; do
+      if "${emu[@]}" "$bin/objprof" lua "$bad" "$work/s.lua" >"$work/out" 2>&1; then echo "FAIL: $bad accepted"; exit 1; fi
+      grep -q -- "${bad%%=*}" "$work/out" || { echo "FAIL: $bad: the error does not name the option:"; cat "$work/out"; exit 1; }
+    done
+    if OBJPROF_LUA_HEAP=lots "${emu[@]}" "$bin/objprof-lua" "$work/s.lua" >"$work/out" 2>&1; then echo "FAIL: bad OBJPROF_LUA_HEAP accepted"; exit 1; fi
+    grep -q "OBJPROF_LUA_HEAP" "$work/out" || { cat "$work/out"; exit 1; }
+    # An exhausted region is Lua's own memory error, never a crash.
+    printf 'local t = {} for i = 1, 1e7 do t[i] = ("x"):rep(100) .. i end\n' >"$work/big.lua"
+    set +e
+    OBJPROF_LUA_HEAP=4M OBJPROF_LUA_REPORT=0 "${emu[@]}" "$bin/objprof-lua" "$work/big.lua" >"$work/out" 2>&1
+    rc=$?
+    set -e
+    [[ $rc -eq 1 ]] && grep -q "not enough memory" "$work/out" || { echo "FAIL: exhausted heap gave exit $rc:"; cat "$work/out"; exit 1; }
+    echo "cli: ok"
+    ;;
+  *) echo "unknown mode $mode" >&2; exit 2 ;;
+esac
