@@ -118,6 +118,14 @@ struct Vm {
   std::unordered_map<const Proto*, std::vector<std::uint32_t>> proto_sites;
   const Proto* last_proto = nullptr;
   std::vector<std::uint32_t>* last_sites = nullptr;
+  // The allocation sites of recently created tables and threads, direct-mapped by address: a
+  // table almost always grows right after its creation (a constructor, a fill loop), and then
+  // the object it starts tracking is filed under where it was made, not under the line that
+  // grew it. A table that grows much later is filed under the growing line.
+  struct RecentSite { Address addr; std::uint32_t site; };
+  static constexpr std::size_t kRecent = 4096;
+  std::unique_ptr<RecentSite[]> recent{new RecentSite[kRecent]()};
+  static std::size_t recent_slot(Address a) noexcept { return (a >> 4) & (kRecent - 1); }
 
   explicit Vm(Options o) : opt(std::move(o)), region(opt.heap_bytes), pool(RawAlloc(this)) {}
 };
@@ -360,23 +368,31 @@ void on_newobj(lua_State* L, GCObject* o, std::size_t size) {
   Vm* vm = vm_of_state(L);
   if (!vm) return;
   if (!vm->main) vm->main = G(L)->mainthread;
-  vm->prof->on_alloc(*vm->thread, site_of(*vm, L), o->tt, reinterpret_cast<Address>(o), size);
+  const std::uint32_t site = site_of(*vm, L);
+  const auto addr = reinterpret_cast<Address>(o);
+  if (o->tt == LUA_VTABLE || o->tt == LUA_VTHREAD) vm->recent[Vm::recent_slot(addr)] = {addr, site};
+  vm->prof->on_alloc(*vm->thread, site, o->tt, addr, size);
 }
 
 void on_free(lua_State* L, GCObject* o) {
   Vm* vm = vm_of_state(L);
   if (!vm) return;
+  const auto addr = reinterpret_cast<Address>(o);
+  if (vm->recent[Vm::recent_slot(addr)].addr == addr) vm->recent[Vm::recent_slot(addr)].addr = 0;
   if (o->tt == LUA_VPROTO) {  // a later prototype may reuse the address
     vm->proto_sites.erase(gco2p(o));
     vm->last_proto = nullptr;
   }
-  vm->prof->on_free(reinterpret_cast<Address>(o));
+  vm->prof->on_free(addr);
 }
 
 void on_resize(lua_State* L, GCObject* o) {
   Vm* vm = vm_of_state(L);
   if (!vm || o == obj2gco(G(L)->mainthread)) return;  // the main thread is not a heap object
-  vm->prof->on_resize(*vm->thread, reinterpret_cast<Address>(o), footprint(o), site_of(*vm, L), o->tt);
+  const auto addr = reinterpret_cast<Address>(o);
+  const Vm::RecentSite& recent = vm->recent[Vm::recent_slot(addr)];
+  const std::uint32_t site = recent.addr == addr ? recent.site : site_of(*vm, L);
+  vm->prof->on_resize(*vm->thread, addr, footprint(o), site, o->tt);
 }
 
 void on_gc_begin(lua_State* L) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace objprof::analysis::internal {
 
@@ -14,16 +15,22 @@ std::size_t width(const std::string& s) {
     if ((c & 0xC0) != 0x80) ++n;
   return n;
 }
+// Cuts in the middle: both ends of a name carry the information (a rank and a package at the
+// start; a method, or a source file and line, at the end).
 std::string cut(const std::string& s, std::size_t max) {
-  if (width(s) <= max) return s;
-  std::string out;
-  std::size_t n = 0;
+  if (width(s) <= max || max < 3) return s;
+  std::vector<std::string> chars;  // code points
   for (std::size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if ((c & 0xC0) != 0x80 && ++n > max - 1) break;
-    out += s[i];
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) chars.emplace_back();
+    if (!chars.empty()) chars.back() += s[i];
   }
-  return out + "…";
+  const std::size_t head = max / 3;
+  const std::size_t tail = max - head - 1;
+  std::string out;
+  for (std::size_t i = 0; i < head; ++i) out += chars[i];
+  out += "…";
+  for (std::size_t i = chars.size() - tail; i < chars.size(); ++i) out += chars[i];
+  return out;
 }
 }  // namespace
 

@@ -66,7 +66,7 @@ case "$mode" in
       else
         want="$(leak_line "$script")"
         first="$(grep -m1 '^objprof:   ' "$work/err" || true)"
-        if [[ "$first" != *" $want "* && "$first" != "objprof:   $want "* ]]; then
+        if [[ "$first" != "objprof:   $want "* && "$first" != "objprof:   "*"/$want "* ]]; then
           echo "FAIL ($gc): expected $want first; the report was:"; cat "$work/err"; exit 1
         fi
         echo "$gc: $first"

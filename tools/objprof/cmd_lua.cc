@@ -87,10 +87,12 @@ const RegisterCommand kLua([](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--heap", opt->heap, "size of the region that holds every Lua object (K/M/G suffixes)")
       ->capture_default_str();
   cmd->add_flag("--no-report", opt->no_report, "print no leak report at exit");
-  cmd->add_option("script", opt->script_and_args, "SCRIPT [ARGS...]: as for lua5.4")->required();
+  auto script = std::make_shared<std::string>();
+  cmd->add_option("script", *script, "SCRIPT [ARGS...]: as for lua5.4 (- reads the script from stdin)")->required();
   // Everything from SCRIPT on belongs to the script, options included.
   cmd->prefix_command();
-  return [opt, cmd] {
+  return [opt, cmd, script] {
+    opt->script_and_args = {*script};
     for (const std::string& extra : cmd->remaining()) opt->script_and_args.push_back(extra);
     return run_lua(*opt);
   };
