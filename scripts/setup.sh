@@ -14,6 +14,9 @@ native_packages=(
   clang
   # Headless browser for the HTML report test (tests/analysis/test_html_chromium.cc).
   chromium
+  # Lua 5.4's source package is unpacked with dpkg-source and patched (embed/lua); Debian's
+  # pure-Lua libraries are real programs the Lua tests run under objprof.
+  dpkg-dev patch xz-utils lua-dkjson lua-penlight
   # Multi-Arch: same libraries are named with their architecture, or dpkg-query would also
   # answer for the arm64 copy.
   "libasmjit-dev:$native_arch" "libtbb-dev:$native_arch" "libboost-dev:$native_arch"
@@ -34,8 +37,14 @@ for pkg in "${native_packages[@]}" "${arm64_packages[@]}"; do
   fi
 done
 
+fetch_lua() {
+  # Debian's lua5.4 source with objprof's hook patch (idempotent: no network once present).
+  "$(dirname "$0")/../embed/lua/fetch-lua-source.sh" >/dev/null
+}
+
 if ((${#missing[@]} == 0)); then
   echo "setup: all dependencies present"
+  fetch_lua
   exit 0
 fi
 
@@ -49,4 +58,5 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -q
 "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fetch_lua
 echo "setup: done"

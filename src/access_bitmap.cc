@@ -130,24 +130,25 @@ void AccessBitmap::set_used(std::uint64_t space_bytes) noexcept {
 }
 
 void AccessBitmap::release(Buffer buffer, std::size_t used) noexcept {
-  clear_buffer(buffer.data, used);
+  if (used > 0) clear_buffer(buffer.data, used);
   std::lock_guard<std::mutex> lock(pool_mutex_);
   spares_.push_back(buffer);
 }
 
 BitmapSnapshot::BitmapSnapshot(BitmapSnapshot&& other) noexcept
-    : owner_(other.owner_), buffer_(other.buffer_), data_(other.data_), size_(other.size_) {
+    : owner_(other.owner_), buffer_(other.buffer_), data_(other.data_), size_(other.size_), clean_(other.clean_) {
   other.owner_ = nullptr;
   other.data_ = nullptr;
 }
 
 BitmapSnapshot& BitmapSnapshot::operator=(BitmapSnapshot&& other) noexcept {
   if (this != &other) {
-    if (owner_) owner_->release(buffer_, size_);
+    if (owner_) owner_->release(buffer_, clean_ ? 0 : size_);
     owner_ = other.owner_;
     buffer_ = other.buffer_;
     data_ = other.data_;
     size_ = other.size_;
+    clean_ = other.clean_;
     other.owner_ = nullptr;
     other.data_ = nullptr;
   }
@@ -155,7 +156,7 @@ BitmapSnapshot& BitmapSnapshot::operator=(BitmapSnapshot&& other) noexcept {
 }
 
 BitmapSnapshot::~BitmapSnapshot() {
-  if (owner_) owner_->release(buffer_, size_);
+  if (owner_) owner_->release(buffer_, clean_ ? 0 : size_);
 }
 
 bool BitmapSnapshot::test(Address addr) const noexcept {
@@ -202,6 +203,14 @@ std::uint64_t scan(const std::uint8_t* data, std::size_t words, WordList* out) {
 }  // namespace
 
 std::uint64_t BitmapSnapshot::count() const noexcept { return scan<false>(data_, size_ / 8, nullptr); }
+
+void BitmapSnapshot::clear_words(const WordList& nonzero) noexcept {
+  // The snapshot owns its buffer (mutators write to the other one now).
+  std::uint8_t* data = buffer_.data;
+  for (const auto& [index, word] : nonzero)
+    if (index < size_ / 8) std::memset(data + index * 8, 0, 8);
+  clean_ = true;
+}
 
 std::uint64_t BitmapSnapshot::nonzero_words(WordList& out) const {
   out.clear();

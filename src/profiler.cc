@@ -192,6 +192,7 @@ Status Profiler::protocol_status() const {
 }
 
 bool Profiler::in_spaces(Address addr, std::uint64_t bytes) const noexcept {
+  if (in_the_space(addr, bytes)) return true;  // one compare for the usual single space
   const auto& spaces = state_->spaces;
   return std::any_of(spaces.begin(), spaces.end(), [&](const HeapSpace& s) { return s.contains(addr, bytes); });
 }
@@ -441,16 +442,17 @@ void Profiler::track_alloc(ThreadState& thread, std::uint32_t site, std::uint32_
       internal::PendingTracked{addr, intern_pair(thread, site, type), size_granules(size), birth_epoch()});
 }
 
-void Profiler::on_resize(ThreadState& thread, Address addr, std::uint64_t bytes, std::uint32_t site, std::uint32_t type) {
-  if (!in_spaces(addr, 0)) [[unlikely]] {
+bool Profiler::check_resize(ThreadState& thread, Address addr) {
+  if (!in_spaces(addr, 0)) {
     protocol_error("on_resize", addr, "an address outside every registered space; the event is dropped");
-    return;
+    return false;
   }
-  if (state_->checker && !state_->checker->resize(thread, addr)) return;
-  if (EventBuffer* b = thread.buffer()) b->resize(addr, bytes);
-  if (bytes >= min_tracked_size_)
-    thread.pending_resizes().push_back(
-        internal::PendingResize{addr, intern_pair(thread, site, type), size_granules(bytes), birth_epoch()});
+  return !state_->checker || state_->checker->resize(thread, addr);
+}
+
+void Profiler::track_resize(ThreadState& thread, Address addr, std::uint64_t bytes, std::uint32_t site, std::uint32_t type) {
+  thread.pending_resizes().push_back(
+      internal::PendingResize{addr, intern_pair(thread, site, type), size_granules(bytes), birth_epoch()});
 }
 
 namespace {
@@ -550,6 +552,7 @@ Status Profiler::gc_begin(GcKind kind) {
     st.bits_harvested += snap->nonzero_words(st.words);  // one pass: count and collect
     if (st.control) write_bitmap(*st.control, static_cast<std::uint32_t>(s), *snap, st.words);
     st.tracker.apply_bits(s, *snap, static_cast<std::uint32_t>(e));
+    snap->clear_words(st.words);  // the buffer goes back clean at the cost of its marks
   }
   if (st.control) st.control->flush();
   return {};

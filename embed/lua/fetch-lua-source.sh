@@ -32,7 +32,7 @@ if [[ ! -f "$dsc" ]]; then
   # A private apt configuration: deb-src entries for the suites this machine already uses.
   apt_dir="$dest/apt"
   rm -rf "$apt_dir"
-  mkdir -p "$apt_dir/lists/partial" "$apt_dir/sources.list.d"
+  mkdir -p "$apt_dir/lists/partial" "$apt_dir/sources.list.d" "$apt_dir/cache/archives/partial"
   shopt -s nullglob
   for f in /etc/apt/sources.list.d/*.sources; do
     sed -E 's/^Types:.*/Types: deb-src/' "$f" >"$apt_dir/sources.list.d/$(basename "$f")"
@@ -44,7 +44,7 @@ if [[ ! -f "$dsc" ]]; then
   done
   shopt -u nullglob
   apt_opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o "Dir::Etc::SourceParts=$apt_dir/sources.list.d"
-            -o "Dir::State::Lists=$apt_dir/lists" -o "APT::Sandbox::User=root" -q)
+            -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o "APT::Sandbox::User=root" -q)
   echo "fetch-lua-source: apt-get update (deb-src lists in $apt_dir)" >&2
   apt-get "${apt_opts[@]}" update >&2
   (cd "$dest" && apt-get "${apt_opts[@]}" source --download-only "lua5.4=$version" >&2)

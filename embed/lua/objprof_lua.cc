@@ -292,6 +292,17 @@ void close_vm(Vm& vm, lua_State* L) {
   report(vm, L);
   if (objprof::Status s = vm.prof->finish(); !s.ok())
     std::fprintf(stderr, "objprof-lua: the trace is incomplete: %s\n", s.error().message.c_str());
+  if (vm.opt.stats) {
+    const objprof::ProfilerStats st = vm.prof->stats();
+    std::fprintf(stderr,
+                 "objprof: stats: %llu GCs, %llu objects (%llu bytes) allocated, %llu tracked, %llu freed, "
+                 "%llu marked granules, heap region used %llu bytes, trace %llu bytes, %llu protocol errors\n",
+                 (unsigned long long)st.epoch, (unsigned long long)st.objects_allocated,
+                 (unsigned long long)st.bytes_allocated, (unsigned long long)st.objects_tracked,
+                 (unsigned long long)st.frees, (unsigned long long)st.bits_harvested,
+                 (unsigned long long)vm.region.used(), (unsigned long long)st.trace_bytes,
+                 (unsigned long long)st.protocol_errors);
+  }
   vm.closed = true;
   g->objprof.thread = &detached_thread();
   g->objprof.space = &empty_space();
@@ -390,9 +401,13 @@ void on_resize(lua_State* L, GCObject* o) {
   Vm* vm = vm_of_state(L);
   if (!vm || o == obj2gco(G(L)->mainthread)) return;  // the main thread is not a heap object
   const auto addr = reinterpret_cast<Address>(o);
-  const Vm::RecentSite& recent = vm->recent[Vm::recent_slot(addr)];
-  const std::uint32_t site = recent.addr == addr ? recent.site : site_of(*vm, L);
-  vm->prof->on_resize(*vm->thread, addr, footprint(o), site, o->tt);
+  const std::uint64_t bytes = footprint(o);
+  std::uint32_t site = 0;  // only the stale tracker needs it
+  if (bytes >= vm->prof->min_tracked_size()) {
+    const Vm::RecentSite& recent = vm->recent[Vm::recent_slot(addr)];
+    site = recent.addr == addr ? recent.site : site_of(*vm, L);
+  }
+  vm->prof->on_resize(*vm->thread, addr, bytes, site, o->tt);
 }
 
 void on_gc_begin(lua_State* L) {

@@ -72,6 +72,7 @@ objprof::Result<Options> options_from_environment() {
     o.heap_bytes = *b;
   }
   if (const char* v = env("OBJPROF_LUA_REPORT")) o.report = std::string(v) != "0";
+  if (const char* v = env("OBJPROF_LUA_STATS")) o.stats = std::string(v) != "0";
   return o;
 }
 

@@ -18,6 +18,7 @@ struct Options {
   GcMode gc = GcMode::kLuaDefault;          // OBJPROF_LUA_GC: incremental | generational
   std::uint64_t heap_bytes = std::uint64_t{1} << 30;  // OBJPROF_LUA_HEAP: the region (K/M/G suffixes)
   bool report = true;                       // OBJPROF_LUA_REPORT=0: no leak report at exit
+  bool stats = false;                       // OBJPROF_LUA_STATS=1: profiler statistics at exit
 };
 
 objprof::Result<Options> options_from_environment();

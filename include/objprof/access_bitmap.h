@@ -152,6 +152,11 @@ class BitmapSnapshot {
   // 64i .. 64i+63. This is what the profiler dumps into the trace at each GC.
   std::uint64_t nonzero_words(std::vector<std::pair<std::uint64_t, std::uint64_t>>& out) const;
 
+  // Zeroes exactly the given words (those nonzero_words() found: all the marked ones), so
+  // returning the buffer to its bitmap costs what was marked instead of a clear of the whole
+  // used part. After it the snapshot reads as empty.
+  void clear_words(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& nonzero) noexcept;
+
   // Calls fn(Address) for every marked granule, in address order.
   template <class Fn>
   void for_each_marked(Fn&& fn) const {
@@ -176,6 +181,7 @@ class BitmapSnapshot {
   AccessBitmap::Buffer buffer_;
   const std::uint8_t* data_ = nullptr;
   std::size_t size_ = 0;
+  bool clean_ = false;  // clear_words() left the buffer all zero
 };
 
 inline const char* mark_mode_name(MarkMode mode) noexcept {

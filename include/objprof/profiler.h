@@ -209,7 +209,16 @@ class Profiler {
   // grew the object; the offline analyzer always reports the allocation site). Footprints below
   // the threshold are not passed to the tracker, so a tracked object that shrinks below it keeps
   // its last tracked footprint.
-  void on_resize(ThreadState& thread, Address addr, std::uint64_t bytes, std::uint32_t site, std::uint32_t type);
+  void on_resize(ThreadState& thread, Address addr, std::uint64_t bytes, std::uint32_t site, std::uint32_t type) {
+    if (slow_alloc_ || !in_the_space(addr, 0)) [[unlikely]] {
+      if (!check_resize(thread, addr)) return;
+    }
+    if (EventBuffer* b = thread.buffer()) b->resize(addr, bytes);
+    if (bytes >= min_tracked_size_) track_resize(thread, addr, bytes, site, type);
+  }
+  // Footprints from this size on matter to the stale tracker (an embedder may skip looking up
+  // the site of a smaller one: on_resize ignores it).
+  std::uint64_t min_tracked_size() const noexcept { return min_tracked_size_; }
 
   // --- collector hooks ---
   Status gc_begin(GcKind kind);
@@ -238,6 +247,8 @@ class Profiler {
   Result<SpaceId> add_space_impl(const HeapSpace& space, const AccessBitmap::ExternalBuffers* buffers);
   void track_alloc(ThreadState& thread, std::uint32_t site, std::uint32_t type, Address addr, std::uint64_t size);
   std::uint32_t intern_pair(ThreadState& thread, std::uint32_t site, std::uint32_t type);
+  bool check_resize(ThreadState& thread, Address addr);
+  void track_resize(ThreadState& thread, Address addr, std::uint64_t bytes, std::uint32_t site, std::uint32_t type);
   std::uint32_t size_granules(std::uint64_t size) const noexcept;
   std::uint32_t birth_epoch() const noexcept;
   void write_thread_end(std::uint32_t id);

@@ -213,3 +213,22 @@ TEST_CASE("Bitmap of a space used from its start: harvests cover only the used p
   fresh->set_used(std::uint64_t{1} << 40);  // capped at the space
   CHECK(fresh->used_bytes() == (1u << 20) / 64);
 }
+
+TEST_CASE("Bitmap snapshot cleared word by word returns its buffer all zero", "[core][bitmap]") {
+  FakeHeap heap(1 << 16);
+  auto bm = std::move(*AccessBitmap::create(heap.space()));
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> words;
+  for (int round = 0; round < 4; ++round) {  // two buffers alternate: each is reused twice
+    bm->mark<MarkMode::kRacy>(heap.at(8 * static_cast<std::size_t>(round)));
+    bm->mark<MarkMode::kRacy>(heap.at(40000 + 64 * static_cast<std::size_t>(round)));
+    auto snap = std::move(*bm->snapshot_and_clear());
+    CHECK(snap.nonzero_words(words) == 2);
+    snap.clear_words(words);
+    CHECK(snap.count() == 0);
+  }
+  auto empty = std::move(*bm->snapshot_and_clear());
+  CHECK(empty.count() == 0);  // nothing left over from any earlier round
+  bm->mark<MarkMode::kRacy>(heap.at(16));
+  auto one = std::move(*bm->snapshot_and_clear());
+  CHECK(one.count() == 1);
+}
