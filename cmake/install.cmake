@@ -1,11 +1,13 @@
 # objprof as an installed package: `cmake --install <build> --prefix P` puts the headers in
-# P/include/objprof, libobjprof.a in P/<libdir>, a CMake package (find_package(objprof CONFIG)
-# -> objprof::objprof) in P/<libdir>/cmake/objprof and objprof.pc in P/<libdir>/pkgconfig.
+# P/include/objprof, the libraries (libobjprof_core.a, _ir, _jvm, _analysis) in P/<libdir>, a
+# CMake package (find_package(objprof CONFIG) -> objprof::core, ::ir, ::jvm, ::analysis and the
+# umbrella objprof::objprof) in P/<libdir>/cmake/objprof and objprof.pc in P/<libdir>/pkgconfig.
 # Both are relocatable: they find the prefix from where they were installed.
 include(CMakePackageConfigHelpers)
 
 set(objprof_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/objprof)
-install(TARGETS objprof EXPORT objprofTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS objprof_core objprof_ir objprof_jvm objprof_analysis objprof
+  EXPORT objprofTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/objprof DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT objprofTargets NAMESPACE objprof:: DESTINATION ${objprof_cmake_dir})
 
