@@ -15,7 +15,7 @@
 #include "support/bench_main.h"
 #include "support/ladder.h"
 
-#include "backends/jit/jit.h"
+#include "sim/jit/jit.h"
 
 #include <cstdio>
 #include <memory>

@@ -6,7 +6,7 @@
 // Programs: every workload at small sizes, and seeded random *executable* functions (loops,
 // branches, switches, arithmetic, field and array accesses, calls, allocation, forced GCs,
 // registers that hold references on some paths and scalars on others).
-#include "backends/jit/jit.h"
+#include "sim/jit/jit.h"
 #include "sim/heap.h"
 #include "sim/interp.h"
 #include "sim/workloads.h"

@@ -4,7 +4,7 @@
 // elimination pass kept (counted here from the decoded code the generator was given, not from
 // the JIT), none with barriers off. The compiled code still runs and gives the interpreter's
 // result.
-#include "backends/jit/jit.h"
+#include "sim/jit/jit.h"
 #include "sim/heap.h"
 #include "sim/interp.h"
 #include "sim/workloads.h"

@@ -5,7 +5,7 @@
 // thread 0's collection would wait for thread 1 forever; if it parked without spilling, the
 // box thread 1 holds across the loop would be stale after the copying collection (its read
 // fails the type check, or sys.check fails on the value).
-#include "backends/jit/jit.h"
+#include "sim/jit/jit.h"
 #include "sim/heap.h"
 #include "sim/interp.h"
 

@@ -15,7 +15,7 @@
 // none (every site, no cache), caching (every site, cache in the thread field), elim (global
 // pass, no cache), all (global pass and cache), all-pinned (global pass, cache in a register).
 // Racy marks, no counters, semispace heap at the workload's `; @heap` default, like the bench.
-#include "backends/jit/jit.h"
+#include "sim/jit/jit.h"
 #include "sim/heap.h"
 #include "sim/interp.h"
 #include "sim/workloads.h"

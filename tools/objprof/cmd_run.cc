@@ -4,7 +4,7 @@
 
 #include <objprof/objprof.h>
 
-#include "backends/jit/jit.h"
+#include "sim/jit/jit.h"
 #include "sim/heap.h"
 #include "sim/interp.h"
 #include "sim/workloads.h"

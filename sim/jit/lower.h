@@ -1,4 +1,4 @@
-// The per-architecture lowering of one decoded IR function (backends/jit/*_lower.cc), called by
+// The per-architecture lowering of one decoded IR function (sim/jit/*_lower.cc), called by
 // the JIT driver (jit.cc) with everything decided up front.
 #pragma once
 
