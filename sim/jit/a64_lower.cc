@@ -20,7 +20,9 @@
 
 #include <cstddef>
 
-namespace objprof::backends::jit {
+namespace objprof::sim::jit {
+
+using namespace objprof::backends;  // the barrier emitters (objprof_emit)
 namespace {
 
 using namespace asmjit;
@@ -553,12 +555,12 @@ Lowered A64Lower::run() {
 
 Lowered lower_arm64(const LowerInput& in) { return A64Lower(in).run(); }
 
-}  // namespace objprof::backends::jit
+}  // namespace objprof::sim::jit
 
 #else
 
-namespace objprof::backends::jit {
+namespace objprof::sim::jit {
 Lowered lower_arm64(const LowerInput&) { return {nullptr, 0, "unsupported on this arch"}; }
-}  // namespace objprof::backends::jit
+}  // namespace objprof::sim::jit
 
 #endif

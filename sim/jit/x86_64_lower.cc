@@ -15,7 +15,9 @@
 
 #include <cstddef>
 
-namespace objprof::backends::jit {
+namespace objprof::sim::jit {
+
+using namespace objprof::backends;  // the barrier emitters (objprof_emit)
 namespace {
 
 using namespace asmjit;
@@ -570,12 +572,12 @@ Lowered X86Lower::run() {
 
 Lowered lower_x86_64(const LowerInput& in) { return X86Lower(in).run(); }
 
-}  // namespace objprof::backends::jit
+}  // namespace objprof::sim::jit
 
 #else
 
-namespace objprof::backends::jit {
+namespace objprof::sim::jit {
 Lowered lower_x86_64(const LowerInput&) { return {nullptr, 0, "unsupported on this arch"}; }
-}  // namespace objprof::backends::jit
+}  // namespace objprof::sim::jit
 
 #endif

@@ -17,7 +17,9 @@
 #include <memory>
 #include <string>
 
-namespace objprof::backends::jit {
+namespace objprof::sim::jit {
+
+using namespace objprof::backends;  // the barrier emitters (objprof_emit)
 namespace {
 
 constexpr const char* kProgram = R"(type Box { value: int }
@@ -103,4 +105,4 @@ TEST_CASE("jit: a compiled loop parks at safepoint while another thread collects
 }
 
 }  // namespace
-}  // namespace objprof::backends::jit
+}  // namespace objprof::sim::jit

@@ -20,7 +20,9 @@
 #include <utility>
 #include <vector>
 
-namespace objprof::backends::jit {
+namespace objprof::sim::jit {
+
+using namespace objprof::backends;  // the barrier emitters (objprof_emit)
 namespace {
 
 // Forwards to the JIT and counts, per (function, pc), the operands the pass kept in what it
@@ -133,4 +135,4 @@ TEST_CASE("jit: code ranges cover each compiled function and, on arm64, each kep
 }
 
 }  // namespace
-}  // namespace objprof::backends::jit
+}  // namespace objprof::sim::jit

@@ -26,7 +26,9 @@
 #include <string>
 #include <vector>
 
-namespace objprof::backends::jit {
+namespace objprof::sim::jit {
+
+using namespace objprof::backends;  // the barrier emitters (objprof_emit)
 namespace {
 
 struct Config {
@@ -568,4 +570,4 @@ TEST_CASE("jit: functions it does not compile run interpreted and say why (mixed
   CHECK((*interp)->run("main").ok());
 }
 
-}  // namespace objprof::backends::jit
+}  // namespace objprof::sim::jit
