@@ -196,11 +196,11 @@ class A64Lower {
   }
   void cache_to_thread() {
     if (!pinned()) return;
-    if (Status s = emit_store_pinned_cache(cc_, cache_regs()); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
+    if (Status s = emit_store_pinned_cache(cc_, in_.barrier, cache_regs()); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
   }
   void cache_from_thread() {
     if (!pinned()) return;
-    if (Status s = emit_load_pinned_cache(cc_, cache_regs()); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
+    if (Status s = emit_load_pinned_cache(cc_, in_.barrier, cache_regs()); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
   }
 
   void lower(std::uint32_t pc, const DecodedInstr& d);

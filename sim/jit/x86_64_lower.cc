@@ -185,14 +185,14 @@ class X86Lower {
     X86BarrierRegs regs;
     regs.thread = TS_;
     regs.cache = cache_;
-    if (Status s = emit_store_pinned_cache(cc_, regs); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
+    if (Status s = emit_store_pinned_cache(cc_, in_.barrier, regs); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
   }
   void cache_from_thread() {
     if (!pinned()) return;
     X86BarrierRegs regs;
     regs.thread = TS_;
     regs.cache = cache_;
-    if (Status s = emit_load_pinned_cache(cc_, regs); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
+    if (Status s = emit_load_pinned_cache(cc_, in_.barrier, regs); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
   }
 
   void lower(std::uint32_t pc, const DecodedInstr& d);
