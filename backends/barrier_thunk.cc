@@ -34,7 +34,7 @@ Status emit_thunk(asmjit::CodeHolder& code, const EmitterConfig& cfg, const Barr
   OBJPROF_EMIT(a.push(x86::r14));
   OBJPROF_EMIT(a.mov(x86::r15, x86::rdi));
   if (pinned)
-    if (Status s = emit_load_pinned_cache(a, regs); !s) return s;
+    if (Status s = emit_load_pinned_cache(a, cfg, regs); !s) return s;
   const asmjit::Label end = a.newLabel();
   if (kind == ThunkKind::kSingle) {
     if (Status s = barrier(); !s) return s;
@@ -52,7 +52,7 @@ Status emit_thunk(asmjit::CodeHolder& code, const EmitterConfig& cfg, const Barr
   }
   OBJPROF_EMIT(a.bind(end));
   if (pinned)
-    if (Status s = emit_store_pinned_cache(a, regs); !s) return s;
+    if (Status s = emit_store_pinned_cache(a, cfg, regs); !s) return s;
   OBJPROF_EMIT(a.pop(x86::r14));
   OBJPROF_EMIT(a.pop(x86::r15));
   OBJPROF_EMIT(a.ret());
@@ -78,7 +78,7 @@ Status emit_thunk(asmjit::CodeHolder& code, const EmitterConfig& cfg, const Barr
   OBJPROF_EMIT(a.stp(a64::x19, a64::x21, asmjit::arm::ptr_pre(a64::sp, -16)));
   OBJPROF_EMIT(a.mov(a64::x19, a64::x0));
   if (pinned)
-    if (Status s = emit_load_pinned_cache(a, regs); !s) return s;
+    if (Status s = emit_load_pinned_cache(a, cfg, regs); !s) return s;
   const asmjit::Label end = a.newLabel();
   if (kind == ThunkKind::kSingle) {
     if (Status s = barrier(); !s) return s;
@@ -93,7 +93,7 @@ Status emit_thunk(asmjit::CodeHolder& code, const EmitterConfig& cfg, const Barr
   }
   OBJPROF_EMIT(a.bind(end));
   if (pinned)
-    if (Status s = emit_store_pinned_cache(a, regs); !s) return s;
+    if (Status s = emit_store_pinned_cache(a, cfg, regs); !s) return s;
   OBJPROF_EMIT(a.ldp(a64::x19, a64::x21, asmjit::arm::ptr_post(a64::sp, 16)));
   OBJPROF_EMIT(a.ret(a64::x30));
   if (options.out_of_line) return emit_access_barrier_slow(a, cfg, desc, regs, slow, resume);
@@ -114,6 +114,10 @@ bool barrier_thunks_supported() noexcept {
 Result<BarrierThunk> BarrierThunk::compile(asmjit::JitRuntime& rt, const EmitterConfig& cfg,
                                            const BarrierDescriptor& desc, ThunkKind kind, ThunkOptions options) {
 #if defined(__x86_64__) || defined(__aarch64__)
+  if (cfg.fields != ThreadFields{})
+    return make_error(ErrorCode::kInvalidArgument, "barrier thunk " + cfg.name() +
+                                                       ": a thunk is called with a ThreadState*, so the cache and "
+                                                       "counters must be at ThreadState's offsets");
   asmjit::CodeHolder code;
   if (Status s = detail::asmjit_status(code.init(rt.environment()), "CodeHolder::init"); !s)
     return s.error();

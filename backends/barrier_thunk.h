@@ -8,7 +8,8 @@
 //
 // Both follow the register conventions of X86BarrierRegs::sysv / A64BarrierRegs::art: the
 // thread pointer is moved to r15 / x19 and a pinned cache lives in r14 / x21 (loaded from
-// ThreadState::cache on entry and stored back on exit, as a JIT does around a method). When
+// ThreadState::cache on entry and stored back on exit, as a JIT does around a method); so
+// cfg.fields must be ThreadState's (the default), anything else is refused. When
 // cfg.bounds is kImmediate the bounds of `desc` at compile time are baked in; the descriptor
 // pointer passed at run time is used for the bitmap (desc_register) or &desc is baked.
 // Only the host's architecture can be compiled (x86_64 or arm64); elsewhere: kUnsupported.

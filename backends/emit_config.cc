@@ -2,6 +2,8 @@
 #include "backends/emit_config.h"
 
 #include <array>
+#include <charconv>
+#include <limits>
 
 namespace objprof::backends {
 
@@ -31,6 +33,14 @@ const char* a64_atomics_name(A64Atomics a) noexcept {
   return "?";
 }
 
+const char* isa_name(Isa isa) noexcept {
+  switch (isa) {
+    case Isa::kX86_64: return "x86_64";
+    case Isa::kArm64: return "arm64";
+  }
+  return "?";
+}
+
 EmitterConfig EmitterConfig::from(const BarrierConfig& c, CacheLocation where) {
   EmitterConfig e;
   e.cache = c.cache ? where : CacheLocation::kNone;
@@ -53,7 +63,31 @@ Status EmitterConfig::validate() const {
                       "barrier variant " + name() +
                           ": the range-first order cannot count like the C++ barrier (null with an empty cache is a "
                           "hit there); drop range-first or count");
+  for (auto [what, off] : {std::pair{"cache", fields.cache}, std::pair{"counters", fields.counters}})
+    if (off % 8 != 0)
+      return make_error(ErrorCode::kInvalidArgument, "barrier variant " + name() + ": the " + what + " offset " +
+                                                         std::to_string(off) +
+                                                         " is not a multiple of 8 (the barrier reads it as an aligned 64-bit word)");
   return Status::Ok();
+}
+
+Status EmitterConfig::validate(Isa isa) const {
+  if (Status s = validate(); !s) return s;
+  // Each field is one load/store [thread + off]: the cache word, and the three counter words
+  // from `counters` to `counters + 16` (`span`).
+  const std::int64_t lo = isa == Isa::kArm64 ? 0 : std::numeric_limits<std::int32_t>::min();
+  const std::int64_t hi = isa == Isa::kArm64 ? 32760 : std::numeric_limits<std::int32_t>::max();
+  auto encodable = [&](const char* what, std::int64_t off, std::int64_t span) -> Status {
+    if (off >= lo && off <= hi - span) return Status::Ok();
+    return make_error(ErrorCode::kInvalidArgument,
+                      std::string(isa_name(isa)) + " barrier " + name() + ": the " + what + " offset " +
+                          std::to_string(off) + " cannot be encoded: " +
+                          (isa == Isa::kArm64 ? "ldr/str xN, [base, #imm] take an unsigned offset, a multiple of 8 up to 32760"
+                                              : "x86_64 addresses take a signed 32-bit displacement") +
+                          (span != 0 ? " (for each counter, up to offset + " + std::to_string(span) + ")" : ""));
+  };
+  if (Status s = encodable("cache", fields.cache, 0); !s) return s;
+  return encodable("counters", fields.counters, static_cast<std::int64_t>(counters_layout::kMarks));
 }
 
 Status EmitterConfig::validate_out_of_line(const char* arch) const {
@@ -75,6 +109,9 @@ std::string EmitterConfig::name() const {
     s += '/';
     s += a64_atomics_name(a64_atomics);
   }
+  const ThreadFields thread_state;
+  if (fields.cache != thread_state.cache) s += "/cache@" + std::to_string(fields.cache);
+  if (fields.counters != thread_state.counters) s += "/counters@" + std::to_string(fields.counters);
   return s;
 }
 
@@ -112,7 +149,16 @@ Result<EmitterConfig> parse_emitter_config(std::string_view text) {
     else if (parts[i] == "range-first") cfg.range_first = true;
     else if (parts[i] == "lse") cfg.a64_atomics = A64Atomics::kLse;
     else if (parts[i] == "exclusive") cfg.a64_atomics = A64Atomics::kExclusive;
-    else return bad("unknown flag (count, range-first, lse, exclusive)", parts[i]);
+    else if (parts[i].starts_with("cache@") || parts[i].starts_with("counters@")) {
+      const std::string_view digits = parts[i].substr(parts[i].find('@') + 1);
+      std::int64_t off = 0;
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), off);
+      if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size())
+        return bad("offset must be a decimal number, not", parts[i]);
+      (parts[i].starts_with("cache@") ? cfg.fields.cache : cfg.fields.counters) = off;
+    } else {
+      return bad("unknown flag (count, range-first, lse, exclusive, cache@N, counters@N)", parts[i]);
+    }
   }
   if (Status s = cfg.validate(); !s) return make_error(ErrorCode::kParse, s.error().message);
   return cfg;
@@ -141,8 +187,11 @@ bool thread_layout_matches() noexcept {
   ThreadState t(0, {});
   const auto* base = reinterpret_cast<const char*>(&t);
   auto at = [&](const void* field) { return static_cast<std::size_t>(static_cast<const char*>(field) - base); };
-  return at(&t.cache) == thread_layout::kCache && at(&t.counters.executed) == thread_layout::kExecuted &&
-         at(&t.counters.cache_hits) == thread_layout::kCacheHits && at(&t.counters.marks) == thread_layout::kMarks;
+  const ThreadFields f;
+  return at(&t.cache) == thread_layout::kCache && at(&t.counters) == thread_layout::kCounters &&
+         at(&t.counters.executed) == static_cast<std::size_t>(f.executed()) &&
+         at(&t.counters.cache_hits) == static_cast<std::size_t>(f.cache_hits()) &&
+         at(&t.counters.marks) == static_cast<std::size_t>(f.marks());
 }
 
 }  // namespace objprof::backends

@@ -110,7 +110,7 @@ LoopFn compile_loop(const EmitterConfig* cfg, const BarrierDescriptor& desc, boo
   a.push(x86::r14);
   a.push(x86::rbx);
   a.mov(x86::r15, x86::rdi);
-  if (pinned && !emit_load_pinned_cache(a, regs)) std::abort();
+  if (pinned && !emit_load_pinned_cache(a, *cfg, regs)) std::abort();
   a.xor_(x86::r9d, x86::r9d);
   const asmjit::Label top = a.newLabel(), end = a.newLabel();
   a.test(x86::r8, x86::r8);
@@ -132,7 +132,7 @@ LoopFn compile_loop(const EmitterConfig* cfg, const BarrierDescriptor& desc, boo
   a.dec(x86::r8);
   a.jnz(top);
   a.bind(end);
-  if (pinned && !emit_store_pinned_cache(a, regs)) std::abort();
+  if (pinned && !emit_store_pinned_cache(a, *cfg, regs)) std::abort();
   a.mov(x86::rax, x86::r9);
   a.pop(x86::rbx);
   a.pop(x86::r14);
@@ -148,7 +148,7 @@ LoopFn compile_loop(const EmitterConfig* cfg, const BarrierDescriptor& desc, boo
   regs.desc = a64::x1;
   a.stp(a64::x19, a64::x21, asmjit::arm::ptr_pre(a64::sp, -16));
   a.mov(a64::x19, a64::x0);
-  if (pinned && !emit_load_pinned_cache(a, regs)) std::abort();
+  if (pinned && !emit_load_pinned_cache(a, *cfg, regs)) std::abort();
   a.mov(a64::x5, a64::xzr);
   const asmjit::Label top = a.newLabel(), end = a.newLabel();
   a.cbz(a64::x4, end);
@@ -167,7 +167,7 @@ LoopFn compile_loop(const EmitterConfig* cfg, const BarrierDescriptor& desc, boo
   a.subs(a64::x4, a64::x4, asmjit::Imm(1));
   a.b_ne(top);
   a.bind(end);
-  if (pinned && !emit_store_pinned_cache(a, regs)) std::abort();
+  if (pinned && !emit_store_pinned_cache(a, *cfg, regs)) std::abort();
   a.mov(a64::x0, a64::x5);
   a.ldp(a64::x19, a64::x21, asmjit::arm::ptr_post(a64::sp, 16));
   a.ret(a64::x30);

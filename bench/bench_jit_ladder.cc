@@ -15,7 +15,7 @@
 #include "support/bench_main.h"
 #include "support/ladder.h"
 
-#include "backends/jit/jit.h"
+#include "sim/jit/jit.h"
 
 #include <cstdio>
 #include <memory>
@@ -41,15 +41,15 @@ const std::vector<objprof::bench::LadderWorkload> kWorkloads = {
 };
 
 std::shared_ptr<objprof::sim::CodeGenerator> make_generator(const LadderRung& rung) {
-  objprof::backends::jit::JitOptions jo;
+  objprof::sim::jit::JitOptions jo;
   jo.barriers = rung.barriers;
   jo.cache = rung.pinned_cache ? objprof::backends::CacheLocation::kPinnedRegister
                                : objprof::backends::CacheLocation::kThreadField;
-  return objprof::backends::jit::make_jit(jo);
+  return objprof::sim::jit::make_jit(jo);
 }
 
 void register_all() {
-  if (!objprof::backends::jit::jit_supported()) {
+  if (!objprof::sim::jit::jit_supported()) {
     std::fprintf(stderr, "bench_jit_ladder: the JIT is unsupported on this arch; nothing to run\n");
     return;
   }

@@ -15,9 +15,10 @@ set(objprof_stage ${CMAKE_BINARY_DIR}/stage)
 # Always runs; `cmake --install` copies only what changed.
 add_custom_target(objprof_stage_install
   COMMAND ${CMAKE_COMMAND} --install ${CMAKE_BINARY_DIR} --prefix ${objprof_stage} > ${CMAKE_BINARY_DIR}/stage-install.log
-  DEPENDS objprof
   COMMENT "Installing objprof into ${objprof_stage} for embed/lua"
   VERBATIM)
+# Everything cmake/install.cmake installs must be built first.
+add_dependencies(objprof_stage_install ${objprof_layer_targets})
 
 set(lua_cxx_flags "")
 set(lua_link_flags "")

@@ -86,7 +86,7 @@ class A64Barrier {
     done_ = e_.newLabel();
     hit_ = cfg_.count && cfg_.uses_cache() ? e_.newLabel() : done_;
     if (cfg_.count) {
-      if (Status s = bump(thread_layout::kExecuted); !s) return s;
+      if (Status s = bump(cfg_.fields.executed()); !s) return s;
     }
     if (cfg_.range_first) {
       if (Status s = range_check(); !s) return s;
@@ -101,7 +101,7 @@ class A64Barrier {
     if (hit_ != done_) {
       OBJPROF_EMIT(e_.b(done_));
       OBJPROF_EMIT(e_.bind(hit_));
-      if (Status s = bump(thread_layout::kCacheHits); !s) return s;
+      if (Status s = bump(cfg_.fields.cache_hits()); !s) return s;
     }
     OBJPROF_EMIT(e_.bind(done_));
     return Status::Ok();
@@ -110,12 +110,12 @@ class A64Barrier {
   // Out-of-line form: the cache compare at the site, a hit falls through ...
   Status emit_fast(asmjit::Label slow) {
     if (cfg_.count) {
-      if (Status s = bump(thread_layout::kExecuted); !s) return s;
+      if (Status s = bump(cfg_.fields.executed()); !s) return s;
     }
     if (Status s = cache_compare(); !s) return s;
     OBJPROF_EMIT(e_.b_ne(slow));
     if (cfg_.count) {
-      if (Status s = bump(thread_layout::kCacheHits); !s) return s;
+      if (Status s = bump(cfg_.fields.cache_hits()); !s) return s;
     }
     return Status::Ok();
   }
@@ -131,10 +131,11 @@ class A64Barrier {
   }
 
  private:
-  a64::Mem thread_field(std::size_t off) const { return asmjit::arm::ptr(r_.thread, static_cast<std::int32_t>(off)); }
+  // [thread, #off]; validate(Isa::kArm64) checked that off is an encodable unsigned offset.
+  a64::Mem thread_field(std::int64_t off) const { return asmjit::arm::ptr(r_.thread, static_cast<std::int32_t>(off)); }
 
   // Owner-thread counter increment (ThreadState's bump(): load, add, store; no atomics).
-  Status bump(std::size_t off) {
+  Status bump(std::int64_t off) {
     OBJPROF_EMIT(e_.ldr(s0_, thread_field(off)));
     OBJPROF_EMIT(e_.add(s0_, s0_, asmjit::Imm(1)));
     OBJPROF_EMIT(e_.str(s0_, thread_field(off)));
@@ -163,7 +164,7 @@ class A64Barrier {
     switch (cfg_.cache) {
       case CacheLocation::kNone: return Status::Ok();
       case CacheLocation::kThreadField:
-        OBJPROF_EMIT(e_.ldr(s1_, thread_field(thread_layout::kCache)));
+        OBJPROF_EMIT(e_.ldr(s1_, thread_field(cfg_.fields.cache)));
         OBJPROF_EMIT(e_.cmp(s1_, r_.obj));
         break;
       case CacheLocation::kPinnedRegister: OBJPROF_EMIT(e_.cmp(r_.cache, r_.obj)); break;
@@ -197,7 +198,7 @@ class A64Barrier {
   Status mark() {
     switch (cfg_.cache) {
       case CacheLocation::kNone: break;
-      case CacheLocation::kThreadField: OBJPROF_EMIT(e_.str(r_.obj, thread_field(thread_layout::kCache))); break;
+      case CacheLocation::kThreadField: OBJPROF_EMIT(e_.str(r_.obj, thread_field(cfg_.fields.cache))); break;
       case CacheLocation::kPinnedRegister: OBJPROF_EMIT(e_.mov(r_.cache, r_.obj)); break;
     }
     const std::uint32_t log2k = desc_.log2_granule;
@@ -237,7 +238,7 @@ class A64Barrier {
     }
     if (marked != done_) OBJPROF_EMIT(e_.bind(marked));
     if (cfg_.count) {
-      if (Status s = bump(thread_layout::kMarks); !s) return s;
+      if (Status s = bump(cfg_.fields.marks()); !s) return s;
     }
     return Status::Ok();
   }
@@ -258,7 +259,7 @@ namespace {
 Status check_all(const asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
                  const A64BarrierRegs& regs) {
   if (Status s = check_emitter(e); !s) return s;
-  if (Status s = cfg.validate(); !s) return s;
+  if (Status s = cfg.validate(Isa::kArm64); !s) return s;
   if (Status s = check_regs(cfg, regs); !s) return s;
   if (desc.log2_granule > 16)
     return make_error(ErrorCode::kInvalidArgument,
@@ -289,26 +290,29 @@ Status emit_access_barrier_slow(asmjit::BaseEmitter& e, const EmitterConfig& cfg
 }
 
 namespace {
-Status check_pinned(const A64BarrierRegs& regs) {
-  if (!regs.thread.isGpX() || !regs.cache.isGpX() || regs.thread.id() == regs.cache.id() || regs.cache.isSP())
-    return make_error(ErrorCode::kInvalidArgument, "arm64 pinned cache: thread and cache must be distinct x registers");
-  return Status::Ok();
+// The pinned cache's word: [thread, #cfg.fields.cache].
+Result<a64::Mem> pinned_cache_field(const asmjit::BaseEmitter& e, const EmitterConfig& cfg, const A64BarrierRegs& regs) {
+  if (Status s = check_emitter(e); !s) return s.error();
+  if (Status s = cfg.validate(Isa::kArm64); !s) return s.error();
+  if (!regs.thread.isGpX() || !regs.cache.isGpX() || regs.thread.id() == regs.cache.id() || regs.thread.isSP() ||
+      regs.cache.isSP() || regs.thread.isZR() || regs.cache.isZR())
+    return make_error(ErrorCode::kInvalidArgument,
+                      "arm64 pinned cache: thread and cache must be distinct x registers other than sp and xzr");
+  return asmjit::arm::ptr(regs.thread, static_cast<std::int32_t>(cfg.fields.cache));
 }
 }  // namespace
 
-Status emit_load_pinned_cache(asmjit::BaseEmitter& base, const A64BarrierRegs& regs) {
-  if (Status s = check_emitter(base); !s) return s;
-  if (Status s = check_pinned(regs); !s) return s;
-  a64::Emitter& e = *base.as<a64::Emitter>();
-  OBJPROF_EMIT(e.ldr(regs.cache, asmjit::arm::ptr(regs.thread, static_cast<std::int32_t>(thread_layout::kCache))));
+Status emit_load_pinned_cache(asmjit::BaseEmitter& base, const EmitterConfig& cfg, const A64BarrierRegs& regs) {
+  Result<a64::Mem> field = pinned_cache_field(base, cfg, regs);
+  if (!field.ok()) return field.error();
+  OBJPROF_EMIT(base.as<a64::Emitter>()->ldr(regs.cache, *field));
   return Status::Ok();
 }
 
-Status emit_store_pinned_cache(asmjit::BaseEmitter& base, const A64BarrierRegs& regs) {
-  if (Status s = check_emitter(base); !s) return s;
-  if (Status s = check_pinned(regs); !s) return s;
-  a64::Emitter& e = *base.as<a64::Emitter>();
-  OBJPROF_EMIT(e.str(regs.cache, asmjit::arm::ptr(regs.thread, static_cast<std::int32_t>(thread_layout::kCache))));
+Status emit_store_pinned_cache(asmjit::BaseEmitter& base, const EmitterConfig& cfg, const A64BarrierRegs& regs) {
+  Result<a64::Mem> field = pinned_cache_field(base, cfg, regs);
+  if (!field.ok()) return field.error();
+  OBJPROF_EMIT(base.as<a64::Emitter>()->str(regs.cache, *field));
   return Status::Ok();
 }
 

@@ -2,7 +2,7 @@
 // (Assembler, Builder, or Compiler with virtual registers in A64BarrierRegs). Racy,
 // thread-field cache, object in x1, default scratch x16, x17, x15 (docs/backends.md puts it
 // beside seed 001 §2.3's sequence):
-//     ldr   x17, [x19, #cache]            ; compare with the cached object
+//     ldr   x17, [x19, #cache]            ; compare with the cached object (cfg.fields.cache)
 //     cmp   x17, x1
 //     b.eq  done
 //     ldr   x16, [desc, #begin]           ; range check against the space
@@ -41,7 +41,9 @@ namespace objprof::backends {
 // but NZCV.
 struct A64BarrierRegs {
   asmjit::a64::Gp obj;                       // x-register holding the object (0 for null)
-  asmjit::a64::Gp thread = asmjit::a64::x19;  // ThreadState*, ART's thread register
+  asmjit::a64::Gp thread = asmjit::a64::x19;  // the struct holding the cache and counters at
+                                             // cfg.fields: ThreadState* by default, in ART's
+                                             // thread register; any x register but sp/xzr
   asmjit::a64::Gp desc;                      // BarrierDescriptor*; invalid: &desc baked in
   asmjit::a64::Gp cache = asmjit::a64::x21;   // kPinnedRegister: callee-saved, clear of ART's
                                              // x19 (thread) and x20 (marking register)
@@ -58,6 +60,10 @@ int a64_scratch_count(const EmitterConfig& cfg) noexcept;
 // host is not arm64, since ARMv8.0 is the baseline every arm64 CPU runs).
 A64Atomics a64_resolve_atomics(A64Atomics a) noexcept;
 
+// Emits one barrier for regs.obj. Returns an error (and emits nothing usable) if cfg is invalid
+// (EmitterConfig::validate(Isa::kArm64): e.g. a thread-field offset that is negative, not a
+// multiple of 8 or above 32760, which ldr/str cannot encode), a needed register is missing,
+// registers alias, a register is not an x register or is sp/xzr, or asmjit reports an error.
 Status emit_access_barrier(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
                            const A64BarrierRegs& regs);
 
@@ -68,7 +74,8 @@ Status emit_access_barrier_fast(asmjit::BaseEmitter& e, const EmitterConfig& cfg
 Status emit_access_barrier_slow(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
                                 const A64BarrierRegs& regs, asmjit::Label slow, asmjit::Label resume);
 
-Status emit_load_pinned_cache(asmjit::BaseEmitter& e, const A64BarrierRegs& regs);
-Status emit_store_pinned_cache(asmjit::BaseEmitter& e, const A64BarrierRegs& regs);
+// Pinned cache register <-> the cache word at [thread, #cfg.fields.cache].
+Status emit_load_pinned_cache(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const A64BarrierRegs& regs);
+Status emit_store_pinned_cache(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const A64BarrierRegs& regs);
 
 }  // namespace objprof::backends

@@ -65,7 +65,7 @@ class X86Barrier {
   Status emit() {
     done_ = e_.newLabel();
     hit_ = cfg_.count && cfg_.uses_cache() ? e_.newLabel() : done_;
-    if (cfg_.count) OBJPROF_EMIT(e_.inc(thread_field(thread_layout::kExecuted)));
+    if (cfg_.count) OBJPROF_EMIT(e_.inc(thread_field(cfg_.fields.executed())));
     if (cfg_.range_first) {
       if (Status s = range_check(); !s) return s;
       if (Status s = cache_compare(); !s) return s;
@@ -79,7 +79,7 @@ class X86Barrier {
     if (hit_ != done_) {
       OBJPROF_EMIT(e_.jmp(done_));
       OBJPROF_EMIT(e_.bind(hit_));
-      OBJPROF_EMIT(e_.inc(thread_field(thread_layout::kCacheHits)));
+      OBJPROF_EMIT(e_.inc(thread_field(cfg_.fields.cache_hits())));
     }
     OBJPROF_EMIT(e_.bind(done_));
     return Status::Ok();
@@ -87,10 +87,10 @@ class X86Barrier {
 
   // Out-of-line form: the cache compare at the site, a hit falls through ...
   Status emit_fast(asmjit::Label slow) {
-    if (cfg_.count) OBJPROF_EMIT(e_.inc(thread_field(thread_layout::kExecuted)));
+    if (cfg_.count) OBJPROF_EMIT(e_.inc(thread_field(cfg_.fields.executed())));
     if (Status s = cache_compare(); !s) return s;
     OBJPROF_EMIT(e_.jne(slow));
-    if (cfg_.count) OBJPROF_EMIT(e_.inc(thread_field(thread_layout::kCacheHits)));
+    if (cfg_.count) OBJPROF_EMIT(e_.inc(thread_field(cfg_.fields.cache_hits())));
     return Status::Ok();
   }
 
@@ -105,7 +105,8 @@ class X86Barrier {
   }
 
  private:
-  x86::Mem thread_field(std::size_t off) const { return x86::qword_ptr(r_.thread, static_cast<std::int32_t>(off)); }
+  // [thread + off]; validate(Isa::kX86_64) checked that off fits the 32-bit displacement.
+  x86::Mem thread_field(std::int64_t off) const { return x86::qword_ptr(r_.thread, static_cast<std::int32_t>(off)); }
 
   // The descriptor's base register: the given one, or t2 loaded with &desc. t2 is not written
   // between the range check and the bitmap load, so &desc is materialized at most once.
@@ -126,7 +127,7 @@ class X86Barrier {
   Status cache_compare() {
     switch (cfg_.cache) {
       case CacheLocation::kNone: return Status::Ok();
-      case CacheLocation::kThreadField: OBJPROF_EMIT(e_.cmp(r_.obj, thread_field(thread_layout::kCache))); break;
+      case CacheLocation::kThreadField: OBJPROF_EMIT(e_.cmp(r_.obj, thread_field(cfg_.fields.cache))); break;
       case CacheLocation::kPinnedRegister: OBJPROF_EMIT(e_.cmp(r_.obj, r_.cache)); break;
     }
     return Status::Ok();
@@ -163,7 +164,7 @@ class X86Barrier {
   Status mark() {
     switch (cfg_.cache) {
       case CacheLocation::kNone: break;
-      case CacheLocation::kThreadField: OBJPROF_EMIT(e_.mov(thread_field(thread_layout::kCache), r_.obj)); break;
+      case CacheLocation::kThreadField: OBJPROF_EMIT(e_.mov(thread_field(cfg_.fields.cache), r_.obj)); break;
       case CacheLocation::kPinnedRegister: OBJPROF_EMIT(e_.mov(r_.cache, r_.obj)); break;
     }
     const std::uint32_t log2k = desc_.log2_granule;
@@ -188,7 +189,7 @@ class X86Barrier {
       case MarkMode::kAtomic: OBJPROF_EMIT(e_.lock().or_(byte, t2_.r8())); break;
     }
     if (marked != done_) OBJPROF_EMIT(e_.bind(marked));
-    if (cfg_.count) OBJPROF_EMIT(e_.inc(thread_field(thread_layout::kMarks)));
+    if (cfg_.count) OBJPROF_EMIT(e_.inc(thread_field(cfg_.fields.marks())));
     return Status::Ok();
   }
 
@@ -207,7 +208,7 @@ namespace {
 Status check_all(const asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
                  const X86BarrierRegs& regs) {
   if (Status s = check_emitter(e); !s) return s;
-  if (Status s = cfg.validate(); !s) return s;
+  if (Status s = cfg.validate(Isa::kX86_64); !s) return s;
   if (Status s = check_regs(cfg, regs); !s) return s;
   if (desc.log2_granule > 16)
     return make_error(ErrorCode::kInvalidArgument,
@@ -237,21 +238,30 @@ Status emit_access_barrier_slow(asmjit::BaseEmitter& e, const EmitterConfig& cfg
   return X86Barrier(*e.as<x86::Emitter>(), cfg, desc, regs).emit_slow(slow, resume);
 }
 
-Status emit_load_pinned_cache(asmjit::BaseEmitter& base, const X86BarrierRegs& regs) {
-  if (Status s = check_emitter(base); !s) return s;
-  x86::Emitter& e = *base.as<x86::Emitter>();
-  if (!regs.thread.isGpq() || !regs.cache.isGpq() || regs.thread.id() == regs.cache.id())
-    return make_error(ErrorCode::kInvalidArgument, "x86_64 pinned cache: thread and cache must be distinct 64-bit registers");
-  OBJPROF_EMIT(e.mov(regs.cache, x86::qword_ptr(regs.thread, static_cast<std::int32_t>(thread_layout::kCache))));
+namespace {
+// The pinned cache's word: [thread + cfg.fields.cache].
+Result<x86::Mem> pinned_cache_field(const asmjit::BaseEmitter& e, const EmitterConfig& cfg, const X86BarrierRegs& regs) {
+  if (Status s = check_emitter(e); !s) return s.error();
+  if (Status s = cfg.validate(Isa::kX86_64); !s) return s.error();
+  if (!regs.thread.isGpq() || !regs.cache.isGpq() || regs.thread.id() == regs.cache.id() ||
+      regs.thread.id() == x86::Gp::kIdSp || regs.cache.id() == x86::Gp::kIdSp)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "x86_64 pinned cache: thread and cache must be distinct 64-bit registers other than rsp");
+  return x86::qword_ptr(regs.thread, static_cast<std::int32_t>(cfg.fields.cache));
+}
+}  // namespace
+
+Status emit_load_pinned_cache(asmjit::BaseEmitter& base, const EmitterConfig& cfg, const X86BarrierRegs& regs) {
+  Result<x86::Mem> field = pinned_cache_field(base, cfg, regs);
+  if (!field.ok()) return field.error();
+  OBJPROF_EMIT(base.as<x86::Emitter>()->mov(regs.cache, *field));
   return Status::Ok();
 }
 
-Status emit_store_pinned_cache(asmjit::BaseEmitter& base, const X86BarrierRegs& regs) {
-  if (Status s = check_emitter(base); !s) return s;
-  x86::Emitter& e = *base.as<x86::Emitter>();
-  if (!regs.thread.isGpq() || !regs.cache.isGpq() || regs.thread.id() == regs.cache.id())
-    return make_error(ErrorCode::kInvalidArgument, "x86_64 pinned cache: thread and cache must be distinct 64-bit registers");
-  OBJPROF_EMIT(e.mov(x86::qword_ptr(regs.thread, static_cast<std::int32_t>(thread_layout::kCache)), regs.cache));
+Status emit_store_pinned_cache(asmjit::BaseEmitter& base, const EmitterConfig& cfg, const X86BarrierRegs& regs) {
+  Result<x86::Mem> field = pinned_cache_field(base, cfg, regs);
+  if (!field.ok()) return field.error();
+  OBJPROF_EMIT(base.as<x86::Emitter>()->mov(*field, regs.cache));
   return Status::Ok();
 }
 

@@ -3,6 +3,7 @@
 //
 // Racy, thread-field cache, bounds from the descriptor (scratch t0, t1, t2 = r10, r11, rax):
 //     cmp   obj, [thread + cache]         ; a hit is one compare and one taken branch
+//                                         ;   (cache = cfg.fields.cache: 0 in ThreadState)
 //     je    done
 //     mov   t0, obj
 //     sub   t0, [desc + begin]
@@ -35,7 +36,9 @@ namespace objprof::backends {
 // when pinned); scratch[0..2] are written; no other register is touched. EFLAGS is clobbered.
 struct X86BarrierRegs {
   asmjit::x86::Gp obj;     // 64-bit object address (0 for null); preserved
-  asmjit::x86::Gp thread;  // ThreadState*; needed when cfg.uses_thread()
+  asmjit::x86::Gp thread;  // the struct holding the cache and counters at cfg.fields (ThreadState*
+                           // by default, or the VM's thread struct); any register but rsp;
+                           // needed when cfg.uses_thread()
   asmjit::x86::Gp desc;    // BarrierDescriptor*; if invalid (default), &desc is baked in as an
                            // immediate and the descriptor must outlive the code
   asmjit::x86::Gp cache;   // kPinnedRegister only: the cache, read and updated in place
@@ -49,8 +52,10 @@ struct X86BarrierRegs {
 
 inline constexpr int kX86ScratchCount = 3;
 
-// Emits one barrier for regs.obj. Returns an error (and emits nothing usable) if a needed
-// register is missing, registers alias, a register is not 64-bit, or asmjit reports one.
+// Emits one barrier for regs.obj. Returns an error (and emits nothing usable) if cfg is invalid
+// (EmitterConfig::validate(Isa::kX86_64): e.g. a thread-field offset that is not a multiple of
+// 8 or does not fit a 32-bit displacement), a needed register is missing, registers alias, a
+// register is not 64-bit or is rsp, or asmjit reports an error.
 Status emit_access_barrier(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
                            const X86BarrierRegs& regs);
 
@@ -66,8 +71,9 @@ Status emit_access_barrier_fast(asmjit::BaseEmitter& e, const EmitterConfig& cfg
 Status emit_access_barrier_slow(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
                                 const X86BarrierRegs& regs, asmjit::Label slow, asmjit::Label resume);
 
-// Pinned cache register <-> ThreadState::cache: on method entry / after a safepoint, and on exit.
-Status emit_load_pinned_cache(asmjit::BaseEmitter& e, const X86BarrierRegs& regs);
-Status emit_store_pinned_cache(asmjit::BaseEmitter& e, const X86BarrierRegs& regs);
+// Pinned cache register <-> the cache word at [thread + cfg.fields.cache] (ThreadState::cache by
+// default): on method entry / after a safepoint, and on exit.
+Status emit_load_pinned_cache(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const X86BarrierRegs& regs);
+Status emit_store_pinned_cache(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const X86BarrierRegs& regs);
 
 }  // namespace objprof::backends

@@ -3,10 +3,13 @@
 // luai_objprof_* macros that objprof-hooks.patch places in Lua; without it they are no-ops.
 //
 // Where the barrier's state lives: in Lua's own per-VM structure. The patch adds one field to
-// global_State (luai_objprof_gfield); an access runs objprof's inline C++ barrier on the
-// ThreadState and BarrierDescriptor that field points to. Before the profiler is attached (and
-// after lua_close has started) they point to an empty space, so the barrier marks nothing.
-// Everything else is an out-of-line call into objprof_lua.cc.
+// global_State (luai_objprof_gfield) holding the last-accessed-object cache itself (an objprof
+// BarrierSlot: Lua runs one OS thread per state, its coroutines included) and the space's
+// BarrierDescriptor; an access is objprof's inline C++ barrier on them, a hit one load from the
+// global_State the interpreter already has. objprof does not know the slot, so the glue resets
+// it where the profiler resets its own caches (gc_begin, gc_end). Before the profiler is
+// attached (and after lua_close has started) the descriptor is an empty space: nothing is
+// marked. Everything else is an out-of-line call into objprof_lua.cc.
 #ifndef lobjprof_h
 #define lobjprof_h
 
@@ -27,7 +30,7 @@ struct Vm;
 
 // The field the patch adds to global_State.
 struct GlobalHook {
-  objprof::ThreadState* thread;
+  objprof::BarrierSlot slot;  // the cache, first: the barrier's hit path reads only this
   const objprof::BarrierDescriptor* space;
   Vm* vm;  // null: objprof is not (or no longer) attached to this state
 };
@@ -47,8 +50,8 @@ bool incremental_forced(const Vm& vm) noexcept;
 Alloc allocator(Alloc lua_default) noexcept;
 void* allocator_ud(void* lua_default);
 
-OBJPROF_ALWAYS_INLINE void access(const GlobalHook& hook, const void* obj) noexcept {
-  objprof::access<objprof::DefaultBarrier>(*hook.thread, *hook.space, reinterpret_cast<objprof::Address>(obj));
+OBJPROF_ALWAYS_INLINE void access(GlobalHook& hook, const void* obj) noexcept {
+  objprof::access<objprof::DefaultBarrier>(hook.slot, *hook.space, reinterpret_cast<objprof::Address>(obj));
 }
 
 }  // namespace objprof_lua

@@ -40,6 +40,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <new>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -163,10 +164,6 @@ std::vector<Vm*>& all_vms() {
   return *vms;
 }
 
-objprof::ThreadState& detached_thread() {
-  static auto* t = new objprof::ThreadState(0, "detached");
-  return *t;
-}
 const objprof::BarrierDescriptor& empty_space() {
   static const objprof::BarrierDescriptor d{};  // size 0: the barrier never marks
   return d;
@@ -304,7 +301,6 @@ void close_vm(Vm& vm, lua_State* L) {
                  (unsigned long long)st.protocol_errors);
   }
   vm.closed = true;
-  g->objprof.thread = &detached_thread();
   g->objprof.space = &empty_space();
 }
 
@@ -363,14 +359,13 @@ Alloc allocator(Alloc) noexcept { return &vm_alloc; }
 void* allocator_ud(void*) { return create_vm(); }
 
 void init(GlobalHook& hook, Alloc frealloc, void* ud) noexcept {
+  new (&hook.slot) objprof::BarrierSlot();  // global_State is raw memory from the allocator
   if (frealloc == &vm_alloc) {
     Vm* vm = static_cast<Vm*>(ud);
     hook.vm = vm;
-    hook.thread = vm->thread;
     hook.space = vm->space;
   } else {  // a state with another allocator is not profiled
     hook.vm = nullptr;
-    hook.thread = &detached_thread();
     hook.space = &empty_space();
   }
 }
@@ -417,6 +412,7 @@ void on_gc_begin(lua_State* L) {
   const auto kind = G(L)->gckind == KGC_GEN ? objprof::GcKind::kMinor : objprof::GcKind::kConcurrent;
   if (objprof::Status s = vm->prof->gc_begin(kind); !s.ok())
     std::fprintf(stderr, "objprof-lua: %s\n", s.error().message.c_str());
+  G(L)->objprof.slot.reset();  // the bitmap was cleared: the next access must mark again
 }
 
 void on_gc_end(lua_State* L) {
@@ -426,6 +422,9 @@ void on_gc_end(lua_State* L) {
   if (!vm || !vm->prof->in_gc()) return;
   if (objprof::Status s = vm->prof->gc_end(); !s.ok())
     std::fprintf(stderr, "objprof-lua: %s\n", s.error().message.c_str());
+  // Lua's collector does not move objects, but a sweep freed some: a cached address may belong
+  // to a new object now, whose first access must mark.
+  G(L)->objprof.slot.reset();
 }
 
 void on_close(lua_State* L) {

@@ -15,13 +15,22 @@
 // Policies are template parameters (cppgc style), so a disabled feature costs nothing:
 //   kCache    - consult and update the last-accessed-object cache
 //   kMark     - MarkMode::kRacy / kAtomic / kAtomicTestFirst
-//   kCount    - maintain ThreadState::counters (for benchmarks and the demo summary)
+//   kCount    - maintain BarrierCounters (for benchmarks and the demo summary)
+//
+// Where the cache lives: objprof's ThreadState by default (access(thread, space, obj)), or the
+// VM's own per-thread struct (ART's Thread, Lua's lua_State), which embeds a BarrierSlot next to
+// the state its interpreter and JIT already reach (access(slot, space, obj)); emitted code then
+// addresses it as [thread register + offsetof(VmThread, slot)] (docs/backends.md). Every
+// overload inlines the one barrier, internal::access, so where the cache lives costs nothing.
 #pragma once
 
 #include "objprof/access_bitmap.h"
 #include "objprof/barrier_descriptor.h"
 #include "objprof/config.h"
 #include "objprof/thread_state.h"
+
+#include <atomic>
+#include <type_traits>
 
 namespace objprof {
 
@@ -35,9 +44,38 @@ struct BarrierPolicy {
 using DefaultBarrier = BarrierPolicy<true, MarkMode::kRacy>;
 using CountingBarrier = BarrierPolicy<true, MarkMode::kRacy, true>;
 
-// Records an access to `obj` (the address of the object's first byte; 0 for null).
-template <class Policy = DefaultBarrier>
-OBJPROF_ALWAYS_INLINE void access(ThreadState& thread, const BarrierDescriptor& space, Address obj) noexcept {
+// The last-accessed-object cache as a VM embeds it in its own per-thread struct: one 8-byte
+// word (0 = empty; null is never in a space), standard layout, so its place in the VM's struct
+// is a plain offsetof that emitted code can use. Only the owning thread accesses it, with
+// relaxed atomics (plain moves on x86_64 and arm64).
+// Contract: the profiler does not know the VM's slots, so the VM resets each one (reset())
+// where the profiler resets ThreadState caches, at gc_begin (the bitmap was cleared) and at
+// gc_end (objects moved); a collector whose mutators stay stopped between the two may reset once,
+// when gc_end returns. A stale cache would hide the first access of the new epoch. Counting
+// policies also need a BarrierCounters, kept wherever the VM likes
+// (access<Policy>(slot.cache, counters, space, obj)).
+struct BarrierSlot {
+  std::atomic<Address> cache{0};
+  void reset() noexcept { cache.store(0, std::memory_order_relaxed); }
+};
+static_assert(std::is_standard_layout_v<BarrierSlot> && sizeof(BarrierSlot) == 8 && alignof(BarrierSlot) == 8,
+              "emitted code accesses BarrierSlot::cache as one aligned 64-bit word");
+static_assert(std::atomic<Address>::is_always_lock_free);
+
+namespace internal {
+// The cache and counters of one call when they are not a ThreadState's: the VM's own fields.
+struct CacheAndCounters {
+  std::atomic<Address>& cache;
+  BarrierCounters& counters;
+};
+
+// The barrier proper, on anything with a `cache` (a ThreadState, a BarrierSlot, a
+// CacheAndCounters) and, for counting policies, `counters`. Every public overload passes its
+// argument itself, so the ThreadState barrier compiles exactly as it did before the others
+// existed (forwarding the cache and counters separately made clang merge the two counter
+// increments into one with a computed address: one instruction more on a counting hit).
+template <class Policy, class Thread>
+OBJPROF_ALWAYS_INLINE void access(Thread& thread, const BarrierDescriptor& space, Address obj) noexcept {
   if constexpr (Policy::kCount) bump(thread.counters.executed);
   if constexpr (Policy::kCache) {
     // Hits are the common case: keep them on the fall-through path.
@@ -53,10 +91,33 @@ OBJPROF_ALWAYS_INLINE void access(ThreadState& thread, const BarrierDescriptor& 
                                             offset >> space.log2_granule);
   if constexpr (Policy::kCount) bump(thread.counters.marks);
 }
+}  // namespace internal
+
+// Records an access to `obj` (the address of the object's first byte; 0 for null), with the
+// cache and counters in objprof's ThreadState.
+template <class Policy = DefaultBarrier>
+OBJPROF_ALWAYS_INLINE void access(ThreadState& thread, const BarrierDescriptor& space, Address obj) noexcept {
+  internal::access<Policy>(thread, space, obj);
+}
 
 template <class Policy = DefaultBarrier>
 OBJPROF_ALWAYS_INLINE void access(ThreadState& thread, AccessBitmap& bitmap, Address obj) noexcept {
   access<Policy>(thread, bitmap.descriptor(), obj);
+}
+
+// The same barrier with the cache in the VM's own thread struct (BarrierSlot) ...
+template <class Policy = DefaultBarrier>
+OBJPROF_ALWAYS_INLINE void access(BarrierSlot& slot, const BarrierDescriptor& space, Address obj) noexcept {
+  static_assert(!Policy::kCount, "a counting policy needs counters: access<Policy>(slot.cache, counters, space, obj)");
+  internal::access<Policy>(slot, space, obj);
+}
+
+// ... or in any cache word, with the counters a counting policy maintains.
+template <class Policy = DefaultBarrier>
+OBJPROF_ALWAYS_INLINE void access(std::atomic<Address>& cache, BarrierCounters& counters, const BarrierDescriptor& space,
+                                  Address obj) noexcept {
+  internal::CacheAndCounters fields{cache, counters};
+  internal::access<Policy>(fields, space, obj);
 }
 
 // Dispatch helper for tools that pick the variant at run time (the sim's --barrier option).

@@ -1,6 +1,6 @@
 #include "chain_format.h"
 
-#include <fmt/core.h>
+#include "fmt_format.h"
 
 #include <iterator>
 

@@ -1,10 +1,10 @@
 #include "objprof/analysis/heap_replay.h"
 
+#include "fmt_format.h"
 #include "format_util.h"
 #include "parallel.h"
 #include "svg_chart.h"
 
-#include <fmt/core.h>
 #include <tbb/enumerable_thread_specific.h>
 
 #include <algorithm>

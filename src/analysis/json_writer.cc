@@ -1,6 +1,6 @@
 #include "json_writer.h"
 
-#include <fmt/core.h>
+#include "fmt_format.h"
 
 #include <cmath>
 #include <iterator>

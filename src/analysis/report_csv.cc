@@ -1,8 +1,7 @@
 #include "objprof/analysis/report_csv.h"
 
 #include "chain_format.h"
-
-#include <fmt/core.h>
+#include "fmt_format.h"
 
 #include <cerrno>
 #include <cstring>

@@ -1,11 +1,10 @@
 #include "objprof/analysis/report_html.h"
 
 #include "chain_format.h"
+#include "fmt_format.h"
 #include "format_util.h"
 #include "svg_chart.h"
 #include "text_table.h"
-
-#include <fmt/core.h>
 
 #include <iterator>
 

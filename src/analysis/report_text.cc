@@ -1,10 +1,9 @@
 #include "objprof/analysis/report_text.h"
 
 #include "chain_format.h"
+#include "fmt_format.h"
 #include "format_util.h"
 #include "text_table.h"
-
-#include <fmt/core.h>
 
 #include <algorithm>
 #include <iterator>

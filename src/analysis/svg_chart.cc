@@ -1,6 +1,6 @@
 #include "svg_chart.h"
 
-#include <fmt/core.h>
+#include "fmt_format.h"
 
 #include <algorithm>
 #include <cmath>

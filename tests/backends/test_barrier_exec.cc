@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstddef>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -243,15 +244,18 @@ TEST_CASE("backends: Emitted barrier loops equal the C++ barrier and keep the pi
 // one barrier with a random register assignment, and stores every register back. Registers
 // other than the declared scratch ones (and the pinned cache, which must hold the new cache)
 // must come back unchanged; the bitmap, cache and counters must still equal the C++ barrier's.
+// With `pinned_from_field` a pinned cache is loaded from its thread field before the barrier
+// and stored back after it, as a JIT does around a method.
 
 namespace {
 
 #if defined(__x86_64__)
 constexpr std::uint32_t kRegCount = 16;
+constexpr std::uint32_t kDefaultThreadId = asmjit::x86::Gp::kIdR15;  // X86BarrierRegs::sysv
 bool usable_reg(std::uint32_t id) { return id != asmjit::x86::Gp::kIdSp; }
 
 Result<void*> compile_harness(asmjit::JitRuntime& rt, const EmitterConfig& cfg, const BarrierDescriptor& desc,
-                              const X86BarrierRegs& regs) {
+                              const X86BarrierRegs& regs, bool pinned_from_field = false) {
   namespace x86 = asmjit::x86;
   asmjit::CodeHolder code;
   code.init(rt.environment());
@@ -262,7 +266,11 @@ Result<void*> compile_harness(asmjit::JitRuntime& rt, const EmitterConfig& cfg, 
   for (std::uint32_t id = 0; id < kRegCount; ++id)
     if (usable_reg(id) && id != x86::Gp::kIdDi) a.mov(x86::gpq(id), x86::qword_ptr(x86::rdi, static_cast<int>(8 * id)));
   a.mov(x86::rdi, x86::qword_ptr(x86::rdi, 8 * x86::Gp::kIdDi));
+  if (pinned_from_field)
+    if (Status s = emit_load_pinned_cache(a, cfg, regs); !s) return s.error();
   if (Status s = emit_access_barrier(a, cfg, desc, regs); !s) return s.error();
+  if (pinned_from_field)
+    if (Status s = emit_store_pinned_cache(a, cfg, regs); !s) return s.error();
   a.push(x86::rax);
   a.mov(x86::rax, x86::qword_ptr(x86::rsp, 8));
   for (std::uint32_t id = 0; id < kRegCount; ++id)
@@ -302,10 +310,11 @@ Assignment random_assignment(std::mt19937_64& rng, const EmitterConfig&, bool de
 }
 #elif defined(__aarch64__)
 constexpr std::uint32_t kRegCount = 31;  // x0..x30
+constexpr std::uint32_t kDefaultThreadId = 19;  // A64BarrierRegs::art: x19
 bool usable_reg(std::uint32_t id) { return id != 18; }  // x18: the platform register
 
 Result<void*> compile_harness(asmjit::JitRuntime& rt, const EmitterConfig& cfg, const BarrierDescriptor& desc,
-                              const A64BarrierRegs& regs) {
+                              const A64BarrierRegs& regs, bool pinned_from_field = false) {
   namespace a64 = asmjit::a64;
   using asmjit::arm::ptr;
   asmjit::CodeHolder code;
@@ -317,7 +326,11 @@ Result<void*> compile_harness(asmjit::JitRuntime& rt, const EmitterConfig& cfg, 
   for (std::uint32_t id = 1; id < kRegCount; ++id)
     if (usable_reg(id)) a.ldr(a64::x(id), ptr(a64::x0, static_cast<int>(8 * id)));
   a.ldr(a64::x0, ptr(a64::x0));
+  if (pinned_from_field)
+    if (Status s = emit_load_pinned_cache(a, cfg, regs); !s) return s.error();
   if (Status s = emit_access_barrier(a, cfg, desc, regs); !s) return s.error();
+  if (pinned_from_field)
+    if (Status s = emit_store_pinned_cache(a, cfg, regs); !s) return s.error();
   a.str(a64::x0, asmjit::arm::ptr_pre(a64::sp, -16));
   a.ldr(a64::x0, ptr(a64::sp, 16));
   for (std::uint32_t id = 1; id < kRegCount; ++id)
@@ -410,6 +423,117 @@ TEST_CASE("backends: Emitted barriers preserve every register but their declared
 }
 
 // ---------------------------------------------------------------------------------------
+// The cache in the VM's own thread struct: a BarrierSlot and BarrierCounters among the VM's
+// fields, at offsets other than ThreadState's, reached through a register other than the
+// default thread register (random, like the harness above). After every access the struct's
+// slot, counters and the bitmap must equal the C++ barrier's on a twin struct, and the VM's
+// own fields must be untouched. test_barrier_listing.cc checks the same layout's instructions.
+
+namespace {
+
+struct FakeVmThread {
+  std::uint64_t before[5];   // 40 bytes of the VM's own state
+  BarrierSlot slot;          // offset 40
+  std::uint64_t between;     // 48
+  BarrierCounters counters;  // 56
+  std::uint64_t after[2];
+};
+static_assert(offsetof(FakeVmThread, slot) == 40 && offsetof(FakeVmThread, counters) == 56);
+
+constexpr std::uint64_t kVmCanary = 0x5a5a1234a5a54321ull;
+
+void fill_vm_canaries(FakeVmThread& t) {
+  for (auto& w : t.before) w = kVmCanary;
+  t.between = kVmCanary;
+  for (auto& w : t.after) w = kVmCanary;
+}
+
+bool vm_canaries_intact(const FakeVmThread& t) {
+  bool ok = t.between == kVmCanary;
+  for (auto w : t.before) ok = ok && w == kVmCanary;
+  for (auto w : t.after) ok = ok && w == kVmCanary;
+  return ok;
+}
+
+bool same_vm_state(const FakeVmThread& a, const FakeVmThread& b) {
+  return a.slot.cache.load() == b.slot.cache.load() && a.counters.executed.load() == b.counters.executed.load() &&
+         a.counters.cache_hits.load() == b.counters.cache_hits.load() &&
+         a.counters.marks.load() == b.counters.marks.load();
+}
+
+}  // namespace
+
+TEST_CASE("backends: Emitted barriers keep the cache in the VM's own thread struct at any offset and through any register",
+          "[backends][exec]") {
+#if defined(__x86_64__) || defined(__aarch64__)
+  asmjit::JitRuntime rt;
+  const HeapSpace space = make_space(0x50000000, 1 << 14, 8);
+  const std::vector<Address> seq = address_sequence(space, objprof::test::scaled(200, 4), 17);
+  std::mt19937_64 rng(11);
+  for (EmitterConfig cfg : executed_variants()) {
+    cfg.fields.cache = offsetof(FakeVmThread, slot);
+    cfg.fields.counters = offsetof(FakeVmThread, counters);
+    const bool pinned = cfg.cache == CacheLocation::kPinnedRegister;
+    for (const bool desc_reg : {true, false}) {
+      Assignment as = random_assignment(rng, cfg, desc_reg);
+      while (as.regs.thread.id() == kDefaultThreadId) as = random_assignment(rng, cfg, desc_reg);
+      INFO(cfg.name() << " thread register " << as.regs.thread.id() << " obj " << as.regs.obj.id()
+                      << (desc_reg ? " desc in a register" : " desc baked"));
+      Twin t(space);  // its bitmaps; the VM structs below replace its ThreadStates
+      FakeVmThread jit_vm{}, cpp_vm{};
+      fill_vm_canaries(jit_vm);
+      fill_vm_canaries(cpp_vm);
+      // A pinned cache is loaded from the slot before the barrier and stored back after it.
+      Result<void*> fn = compile_harness(rt, cfg, t.jit_bitmap->descriptor(), as.regs, pinned);
+      INFO((fn.ok() ? std::string() : fn.error().message));
+      REQUIRE(fn.ok());
+      auto harness = reinterpret_cast<void (*)(std::uint64_t*)>(*fn);
+      std::vector<BitmapSnapshot> held;
+      bool ok = true;
+      for (std::size_t i = 0; i < seq.size() && ok; ++i) {
+        if (i == seq.size() / 2) {  // a GC: new bitmap buffers, and the VM resets its slots
+          Result<BitmapSnapshot> a = t.jit_bitmap->snapshot_and_clear();
+          Result<BitmapSnapshot> b = t.cpp_bitmap->snapshot_and_clear();
+          REQUIRE((a.ok() && b.ok()));
+          held.push_back(std::move(*a));
+          held.push_back(std::move(*b));
+          jit_vm.slot.reset();
+          cpp_vm.slot.reset();
+        }
+        INFO("access " << i << " at " << std::hex << seq[i]);
+        std::uint64_t in[kRegCount], out[kRegCount];
+        for (std::uint32_t id = 0; id < kRegCount; ++id) in[id] = rng();
+        in[as.regs.obj.id()] = seq[i];
+        in[as.regs.thread.id()] = reinterpret_cast<std::uint64_t>(&jit_vm);
+        if (desc_reg) in[as.regs.desc.id()] = reinterpret_cast<std::uint64_t>(&t.jit_bitmap->descriptor());
+        std::memcpy(out, in, sizeof in);
+        harness(out);
+        with_barrier_policy(cfg.barrier_config(), [&](auto policy) {
+          using P = decltype(policy);
+          if constexpr (P::kCount) access<P>(cpp_vm.slot.cache, cpp_vm.counters, t.cpp_bitmap->descriptor(), seq[i]);
+          else access<P>(cpp_vm.slot, t.cpp_bitmap->descriptor(), seq[i]);
+        });
+        ok = t.bitmaps_equal() && same_vm_state(jit_vm, cpp_vm) && out[as.regs.thread.id()] == in[as.regs.thread.id()];
+        if (!ok) {  // say which part differs
+          CHECK(t.bitmaps_equal());
+          CHECK(jit_vm.slot.cache.load() == cpp_vm.slot.cache.load());
+          CHECK(jit_vm.counters.executed.load() == cpp_vm.counters.executed.load());
+          CHECK(jit_vm.counters.cache_hits.load() == cpp_vm.counters.cache_hits.load());
+          CHECK(jit_vm.counters.marks.load() == cpp_vm.counters.marks.load());
+        }
+      }
+      CHECK(ok);
+      CHECK(vm_canaries_intact(jit_vm));
+      CHECK(t.jit_bitmap->count() > 0);
+      rt.release(*fn);
+    }
+  }
+#else
+  SUCCEED("emitted code runs only on x86_64 and arm64 hosts");
+#endif
+}
+
+// ---------------------------------------------------------------------------------------
 // The IR JIT calls the emitters from asmjit's Compiler with virtual registers: the register
 // allocator picks the obj, thread, descriptor, cache and scratch registers. Three barriers in
 // one function, f(thread, desc, a, b) = access(a); access(b); access(a), with the pinned
@@ -446,7 +570,7 @@ Result<void*> compile_pair(asmjit::JitRuntime& rt, const EmitterConfig& cfg, con
   for (auto& g : regs.scratch) g = cc.newUIntPtr("scratch");
   const bool pinned = cfg.cache == CacheLocation::kPinnedRegister;
   if (pinned)
-    if (Status s = emit_load_pinned_cache(cc, regs); !s) return s.error();
+    if (Status s = emit_load_pinned_cache(cc, cfg, regs); !s) return s.error();
   const asmjit::Label slow = cc.newLabel(), resume = cc.newLabel();
   HostRegs ool_regs = regs;
   for (int i = 0; i < 3; ++i) {
@@ -460,7 +584,7 @@ Result<void*> compile_pair(asmjit::JitRuntime& rt, const EmitterConfig& cfg, con
     }
   }
   if (pinned)
-    if (Status s = emit_store_pinned_cache(cc, regs); !s) return s.error();
+    if (Status s = emit_store_pinned_cache(cc, cfg, regs); !s) return s.error();
   if (ool) {
     cc.ret();
     if (Status s = emit_access_barrier_slow(cc, cfg, desc, ool_regs, slow, resume); !s) return s.error();

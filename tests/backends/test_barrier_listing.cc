@@ -348,3 +348,119 @@ TEST_CASE("backends: The out-of-line form keeps a cache hit on the fall-through 
     CHECK(fast.status.error().message.find("out-of-line") != std::string::npos);
   }
 }
+
+// A VM's own thread struct (tests/backends/test_barrier_exec.cc runs the same layout): the
+// cache slot at 40 and the counters at 56, reached through a register of the VM's choosing.
+TEST_CASE("backends: The cache and counters are addressed at the configured offsets from any thread register",
+          "[backends][listing]") {
+  BarrierDescriptor desc;
+  seed_space(desc);
+  EmitterConfig cfg;
+  cfg.count = true;
+  cfg.fields.cache = 40;
+  cfg.fields.counters = 56;
+  {
+    X86BarrierRegs regs = X86BarrierRegs::sysv(x86::rdx);
+    regs.thread = x86::rbx;
+    regs.desc = x86::rsi;
+    const Listing l = x86_listing(cfg, desc, regs);
+    INFO(l.text);
+    REQUIRE(l.status.ok());
+    CHECK(has_line(l, "cmp rdx, qword ptr [rbx+40]"));
+    CHECK(has_line(l, "mov qword ptr [rbx+40], rdx"));
+    CHECK(has_line(l, "inc qword ptr [rbx+56]"));  // executed
+    CHECK(has_line(l, "inc qword ptr [rbx+64]"));  // cache_hits
+    CHECK(has_line(l, "inc qword ptr [rbx+72]"));  // marks
+    CHECK(l.text.find("r15") == std::string::npos);
+    EmitterConfig neg = cfg;  // x86_64 also takes offsets below the register
+    neg.fields.cache = -8;
+    CHECK(has_line(x86_listing(neg, desc, regs), "cmp rdx, qword ptr [rbx-8]"));
+  }
+  {
+    A64BarrierRegs regs = A64BarrierRegs::art(a64::x1);
+    regs.thread = a64::x7;
+    regs.desc = a64::x2;
+    const Listing l = a64_listing(cfg, desc, regs);
+    INFO(l.text);
+    REQUIRE(l.status.ok());
+    CHECK(has_line(l, "ldr x17, [x7, 40]"));
+    CHECK(has_line(l, "str x1, [x7, 40]"));
+    for (const char* counter : {"56", "64", "72"}) {
+      CHECK(has_line(l, std::string("ldr x16, [x7, ") + counter + "]"));
+      CHECK(has_line(l, std::string("str x16, [x7, ") + counter + "]"));
+    }
+    CHECK(l.text.find("x19") == std::string::npos);
+    EmitterConfig top = cfg;  // the largest offset ldr/str encode
+    top.fields.cache = 32760;
+    CHECK(has_line(a64_listing(top, desc, regs), "ldr x17, [x7, 32760]"));
+  }
+}
+
+TEST_CASE("backends: Emitters refuse thread-field offsets their ISA cannot encode and unusable thread registers",
+          "[backends][listing]") {
+  BarrierDescriptor desc;
+  seed_space(desc);
+  auto refused = [](const Status& s, const char* text) {
+    INFO((s ? std::string("accepted") : s.error().message));
+    return !s.ok() && s.error().message.find(text) != std::string::npos;
+  };
+  EmitterConfig cfg;
+  cfg.fields.cache = 32768;  // beyond arm64's ldr/str immediate, fine for x86_64
+  {
+    const Listing a = a64_listing(cfg, desc, A64BarrierRegs::art(a64::x1));
+    CHECK(refused(a.status, "arm64 barrier field/racy/desc/cache@32768: the cache offset 32768 cannot be encoded"));
+    CHECK(a.lines.empty());  // nothing emitted
+    CHECK(x86_listing(cfg, desc, X86BarrierRegs::sysv(x86::rdx)).status.ok());
+    cfg.fields.cache = 12;
+    CHECK(refused(a64_listing(cfg, desc, A64BarrierRegs::art(a64::x1)).status, "not a multiple of 8"));
+    CHECK(refused(x86_listing(cfg, desc, X86BarrierRegs::sysv(x86::rdx)).status, "not a multiple of 8"));
+    cfg.fields.cache = std::int64_t{1} << 32;
+    CHECK(refused(x86_listing(cfg, desc, X86BarrierRegs::sysv(x86::rdx)).status, "32-bit displacement"));
+  }
+  // The pinned cache's load and store go through the same validation.
+  cfg = EmitterConfig{};
+  cfg.cache = CacheLocation::kPinnedRegister;
+  cfg.fields.cache = -8;
+  {
+    asmjit::CodeHolder code;
+    REQUIRE(code.init(asmjit::Environment(asmjit::Arch::kAArch64)) == asmjit::kErrorOk);
+    a64::Assembler a(&code);
+    A64BarrierRegs regs = A64BarrierRegs::art(a64::x1);
+    CHECK(refused(emit_load_pinned_cache(a, cfg, regs), "unsigned offset"));
+    CHECK(refused(emit_store_pinned_cache(a, cfg, regs), "unsigned offset"));
+    cfg.fields.cache = 40;
+    CHECK(emit_load_pinned_cache(a, cfg, regs).ok());
+    regs.thread = a64::sp;
+    CHECK(refused(emit_load_pinned_cache(a, cfg, regs), "other than sp"));
+    regs.thread = a64::x21;  // the pinned cache register itself
+    CHECK(refused(emit_store_pinned_cache(a, cfg, regs), "distinct"));
+  }
+  {
+    asmjit::CodeHolder code;
+    REQUIRE(code.init(asmjit::Environment(asmjit::Arch::kX64)) == asmjit::kErrorOk);
+    x86::Assembler a(&code);
+    X86BarrierRegs regs = X86BarrierRegs::sysv(x86::rdx);
+    CHECK(emit_load_pinned_cache(a, cfg, regs).ok());
+    regs.thread = x86::rsp;
+    CHECK(refused(emit_load_pinned_cache(a, cfg, regs), "other than rsp"));
+    regs.thread = x86::ebx;
+    CHECK(refused(emit_store_pinned_cache(a, cfg, regs), "64-bit"));
+  }
+  // The thread register of a thread-field barrier: not sp/rsp, not 32-bit, not a scratch register.
+  cfg = EmitterConfig{};
+  cfg.fields.cache = 40;
+  A64BarrierRegs ar = A64BarrierRegs::art(a64::x1);
+  ar.thread = a64::sp;
+  CHECK(refused(a64_listing(cfg, desc, ar).status, "thread register cannot be sp"));
+  ar.thread = a64::w7;
+  CHECK(refused(a64_listing(cfg, desc, ar).status, "thread register must be a 64-bit x register"));
+  ar.thread = a64::x16;
+  CHECK(refused(a64_listing(cfg, desc, ar).status, "scratch register aliases the thread register"));
+  X86BarrierRegs xr = X86BarrierRegs::sysv(x86::rdx);
+  xr.thread = x86::rsp;
+  CHECK(refused(x86_listing(cfg, desc, xr).status, "thread register cannot be rsp"));
+  xr.thread = x86::ebx;
+  CHECK(refused(x86_listing(cfg, desc, xr).status, "thread register must be a 64-bit"));
+  xr.thread = x86::rax;
+  CHECK(refused(x86_listing(cfg, desc, xr).status, "scratch register aliases the thread register"));
+}

@@ -56,8 +56,70 @@ TEST_CASE("backends: Malformed emitter variant names are refused with a message"
 TEST_CASE("backends: Thread layout offsets address the fields of a live ThreadState", "[backends][config]") {
   CHECK(thread_layout_matches());
   CHECK(thread_layout::kCache == kThreadCacheOffset);
-  CHECK(thread_layout::kExecuted != thread_layout::kCacheHits);
-  CHECK(thread_layout::kCacheHits != thread_layout::kMarks);
+  const ThreadFields f;  // the default: ThreadState's fields
+  CHECK(EmitterConfig{}.fields == f);
+  CHECK(f.executed() != f.cache_hits());
+  CHECK(f.cache_hits() != f.marks());
+  CHECK(EmitterConfig{}.validate(Isa::kX86_64).ok());
+  CHECK(EmitterConfig{}.validate(Isa::kArm64).ok());
+}
+
+namespace {
+Status fields_status(std::int64_t cache, std::int64_t counters, Isa isa) {
+  EmitterConfig cfg;
+  cfg.count = true;
+  cfg.fields.cache = cache;
+  cfg.fields.counters = counters;
+  return cfg.validate(isa);
+}
+bool refused_with(const Status& s, const char* text) {
+  INFO((s ? std::string("accepted") : s.error().message));
+  return !s.ok() && s.error().message.find(text) != std::string::npos;
+}
+}  // namespace
+
+TEST_CASE("backends: Thread-field offsets are refused unless aligned and encodable in one load or store",
+          "[backends][config]") {
+  const ThreadFields def;
+  for (Isa isa : {Isa::kX86_64, Isa::kArm64}) {
+    INFO(isa_name(isa));
+    CHECK(fields_status(40, 48, isa).ok());
+    CHECK(refused_with(fields_status(44, def.counters, isa), "cache offset 44 is not a multiple of 8"));
+    CHECK(refused_with(fields_status(def.cache, 12, isa), "counters offset 12 is not a multiple of 8"));
+  }
+  // arm64: ldr/str xN, [base, #imm]: 0..32760 in steps of 8, for the cache and all three counters.
+  CHECK(fields_status(32760, 32744, Isa::kArm64).ok());
+  CHECK(refused_with(fields_status(32768, def.counters, Isa::kArm64), "arm64 barrier"));
+  CHECK(refused_with(fields_status(32768, def.counters, Isa::kArm64), "cache offset 32768 cannot be encoded"));
+  CHECK(refused_with(fields_status(-8, def.counters, Isa::kArm64), "unsigned offset"));
+  CHECK(refused_with(fields_status(def.cache, 32752, Isa::kArm64), "counters offset 32752 cannot be encoded"));
+  // x86_64: a signed 32-bit displacement, so negative and large offsets are fine up to 2^31.
+  CHECK(fields_status(-8, 32768, Isa::kX86_64).ok());
+  CHECK(fields_status(std::int64_t{1} << 30, (std::int64_t{1} << 31) - 24, Isa::kX86_64).ok());
+  CHECK(refused_with(fields_status(std::int64_t{1} << 31, def.counters, Isa::kX86_64), "32-bit displacement"));
+  CHECK(refused_with(fields_status(def.cache, (std::int64_t{1} << 31) - 16, Isa::kX86_64), "counters offset"));
+  CHECK(refused_with(fields_status(-(std::int64_t{1} << 31) - 8, def.counters, Isa::kX86_64), "cache offset"));
+}
+
+TEST_CASE("backends: Thread-field offsets other than ThreadState's are part of the variant's name", "[backends][config]") {
+  EmitterConfig cfg;
+  cfg.fields.cache = 40;
+  cfg.fields.counters = 56;
+  CHECK(cfg.name() == "field/racy/desc/cache@40/counters@56");
+  Result<EmitterConfig> back = parse_emitter_config(cfg.name());
+  REQUIRE(back.ok());
+  CHECK(*back == cfg);
+  Result<EmitterConfig> neg = parse_emitter_config("pinned/atomic/imm/cache@-16");
+  REQUIRE(neg.ok());
+  CHECK(neg->fields.cache == -16);
+  CHECK(neg->fields.counters == ThreadFields{}.counters);
+  for (const char* bad : {"field/racy/desc/cache@", "field/racy/desc/cache@4x", "field/racy/desc/cache@41",
+                          "field/racy/desc/counters@0x10"}) {
+    INFO(bad);
+    Result<EmitterConfig> r = parse_emitter_config(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == ErrorCode::kParse);
+  }
 }
 
 TEST_CASE("backends: The range-first order is refused with counters, whose hits it would count differently", "[backends][config]") {

@@ -2,6 +2,9 @@
 
 #include <objprof/barrier.h>
 
+#include <cstring>
+#include <vector>
+
 using namespace objprof;
 using objprof::test::FakeHeap;
 
@@ -118,4 +121,59 @@ TEST_CASE("with_barrier_policy dispatches to the configured variant", "[core][ba
     with_barrier_policy(c, [&](auto p) { access<decltype(p)>(f.thread, *f.bitmap, a); });
   CHECK(f.thread.counters.marks.load() == 4);
   CHECK(f.thread.counters.cache_hits.load() == 2);
+}
+
+namespace {
+// A VM's own per-thread struct with objprof's cache slot (and counters) among its fields.
+struct FakeVmThread {
+  char pad[40];
+  BarrierSlot slot;
+  std::uint64_t vm_state = 0;
+  BarrierCounters counters;
+};
+}  // namespace
+
+TEST_CASE("Barrier on a BarrierSlot in the VM's thread struct equals the ThreadState barrier", "[core][barrier]") {
+  FakeHeap heap(1 << 16);
+  std::vector<Address> seq;
+  std::uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (int i = 0; i < 4000; ++i) {
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    const Address a = i % 5 == 0 && !seq.empty() ? seq.back()                       // cache hit
+                      : i % 11 == 0              ? 0                                // null
+                                                 : heap.space().begin() + x % 70000;  // mostly in range
+    seq.push_back(a);
+  }
+  for (bool cache : {false, true})
+    for (MarkMode m : {MarkMode::kRacy, MarkMode::kAtomic, MarkMode::kAtomicTestFirst})
+      for (bool count : {false, true}) {
+        const BarrierConfig c{cache, m, count};
+        INFO("cache " << cache << " mark " << mark_mode_name(m) << " count " << count);
+        auto thread_bm = AccessBitmap::create(heap.space());
+        auto vm_bm = AccessBitmap::create(heap.space());
+        REQUIRE((thread_bm.ok() && vm_bm.ok()));
+        ThreadState t(1, "t");
+        FakeVmThread vm{};
+        for (std::size_t i = 0; i < seq.size(); ++i) {
+          if (i == seq.size() / 2) {  // a GC: both caches reset
+            t.reset_cache();
+            vm.slot.reset();
+          }
+          with_barrier_policy(c, [&](auto policy) {
+            using P = decltype(policy);
+            access<P>(t, **thread_bm, seq[i]);
+            if constexpr (P::kCount) access<P>(vm.slot.cache, vm.counters, (*vm_bm)->descriptor(), seq[i]);
+            else access<P>(vm.slot, (*vm_bm)->descriptor(), seq[i]);
+          });
+          REQUIRE(vm.slot.cache.load() == t.cache.load());
+        }
+        CHECK(std::memcmp((*thread_bm)->descriptor().bitmap.load(), (*vm_bm)->descriptor().bitmap.load(),
+                          (*thread_bm)->size_bytes()) == 0);
+        CHECK((*vm_bm)->count() > 0);
+        CHECK(vm.counters.executed.load() == t.counters.executed.load());
+        CHECK(vm.counters.cache_hits.load() == t.counters.cache_hits.load());
+        CHECK(vm.counters.marks.load() == t.counters.marks.load());
+        CHECK(vm.vm_state == 0);  // the VM's own fields are not touched
+        for (char p : vm.pad) CHECK(p == 0);
+      }
 }

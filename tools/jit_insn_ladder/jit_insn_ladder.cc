@@ -15,7 +15,7 @@
 // none (every site, no cache), caching (every site, cache in the thread field), elim (global
 // pass, no cache), all (global pass and cache), all-pinned (global pass, cache in a register).
 // Racy marks, no counters, semispace heap at the workload's `; @heap` default, like the bench.
-#include "backends/jit/jit.h"
+#include "sim/jit/jit.h"
 #include "sim/heap.h"
 #include "sim/interp.h"
 #include "sim/workloads.h"
@@ -74,7 +74,7 @@ struct Outcome {
 
 // One run of `main` with the rung's barrier; `code_ranges` non-null: compiled, ranges recorded.
 Outcome run_once(const sim::LoadedWorkload& wl, std::uint64_t size, std::uint32_t threads, const Rung& rung,
-                 std::vector<backends::jit::CodeRange>* code_ranges) {
+                 std::vector<sim::jit::CodeRange>* code_ranges) {
   ProfilerOptions po;
   po.default_leak_printer = false;
   po.on_leak = {};
@@ -93,11 +93,11 @@ Outcome run_once(const sim::LoadedWorkload& wl, std::uint64_t size, std::uint32_
   io.size = size;
   io.threads = threads;
   if (code_ranges) {
-    backends::jit::JitOptions jo;
+    sim::jit::JitOptions jo;
     jo.barriers = rung.barriers;
     jo.cache = rung.pinned ? backends::CacheLocation::kPinnedRegister : backends::CacheLocation::kThreadField;
     jo.code_ranges = code_ranges;
-    io.jit = backends::jit::make_jit(jo);
+    io.jit = sim::jit::make_jit(jo);
   }
   auto interp = sim::Interpreter::create(wl.module, **heap, prof->get(), io);
   if (!interp.ok()) die(interp.error().message);
@@ -168,15 +168,15 @@ int main(int argc, char** argv) {
 
   const Rung& rung = find_rung(rung_name);
   if (ranges_path.empty()) die("run needs --ranges FILE");
-  if (!backends::jit::jit_supported()) die("the JIT is unsupported on this arch");
-  std::vector<backends::jit::CodeRange> ranges;
+  if (!sim::jit::jit_supported()) die("the JIT is unsupported on this arch");
+  std::vector<sim::jit::CodeRange> ranges;
   const Outcome o = run_once(*wl, size, threads, rung, &ranges);
   // A function left to the interpreter would count as "other": the ladder measures compiled code.
   if (!o.interpreted.empty()) die("not every function was compiled: " + o.interpreted.front());
   std::FILE* f = std::fopen(ranges_path.c_str(), "w");
   if (!f) die(fmt::format("cannot write {}: {}", ranges_path, std::strerror(errno)));
   for (const auto& r : ranges) {
-    if (r.kind == backends::jit::CodeRange::Kind::kFunction)
+    if (r.kind == sim::jit::CodeRange::Kind::kFunction)
       std::fprintf(f, "function %016llx %016llx %s\n", static_cast<unsigned long long>(r.begin),
                    static_cast<unsigned long long>(r.end), r.function.c_str());
     else

@@ -4,7 +4,7 @@
 
 #include <objprof/objprof.h>
 
-#include "backends/jit/jit.h"
+#include "sim/jit/jit.h"
 #include "sim/heap.h"
 #include "sim/interp.h"
 #include "sim/workloads.h"
@@ -71,9 +71,9 @@ int run(const RunOptions& o) {
   io.seed = o.seed;
   io.threads = o.threads;
   io.module_name = o.workload;
-  std::shared_ptr<backends::jit::Jit> jit;
+  std::shared_ptr<sim::jit::Jit> jit;
   if (o.exec == "jit") {
-    jit = backends::jit::make_jit();
+    jit = sim::jit::make_jit();
     io.jit = jit;
   } else if (o.exec != "interp") {
     return fail("--exec must be interp or jit, not '" + o.exec + "'");

@@ -20,7 +20,9 @@
 
 #include <cstddef>
 
-namespace objprof::backends::jit {
+namespace objprof::sim::jit {
+
+using namespace objprof::backends;  // the barrier emitters (objprof_emit)
 namespace {
 
 using namespace asmjit;
@@ -194,11 +196,11 @@ class A64Lower {
   }
   void cache_to_thread() {
     if (!pinned()) return;
-    if (Status s = emit_store_pinned_cache(cc_, cache_regs()); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
+    if (Status s = emit_store_pinned_cache(cc_, in_.barrier, cache_regs()); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
   }
   void cache_from_thread() {
     if (!pinned()) return;
-    if (Status s = emit_load_pinned_cache(cc_, cache_regs()); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
+    if (Status s = emit_load_pinned_cache(cc_, in_.barrier, cache_regs()); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
   }
 
   void lower(std::uint32_t pc, const DecodedInstr& d);
@@ -553,12 +555,12 @@ Lowered A64Lower::run() {
 
 Lowered lower_arm64(const LowerInput& in) { return A64Lower(in).run(); }
 
-}  // namespace objprof::backends::jit
+}  // namespace objprof::sim::jit
 
 #else
 
-namespace objprof::backends::jit {
+namespace objprof::sim::jit {
 Lowered lower_arm64(const LowerInput&) { return {nullptr, 0, "unsupported on this arch"}; }
-}  // namespace objprof::backends::jit
+}  // namespace objprof::sim::jit
 
 #endif

@@ -2,7 +2,7 @@
 // Compiler (its register allocator maps IR registers to machine registers) and hands them to
 // the interpreter as a sim::CodeGenerator (InterpOptions::jit). docs/jit.md describes the code.
 //
-//   auto jit = backends::jit::make_jit({});
+//   auto jit = sim::jit::make_jit({});
 //   sim::InterpOptions io; io.jit = jit;   // functions the JIT declines stay interpreted
 //
 // Supported: x86_64 (x86::Compiler) and arm64 (a64::Compiler). On other architectures every
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace objprof::backends::jit {
+namespace objprof::sim::jit {
 
 // Where compiled code lies, for tools that attribute executed instructions to it (the arm64
 // instruction-count ladders, tools/jit_insn_ladder): a whole function, or one emitted barrier
@@ -36,7 +36,7 @@ struct JitOptions {
   bool barriers = true;
   // Where the barrier's last-accessed-object cache lives when the run's barrier has one: the
   // ThreadState field, or a register for the whole method (written back around every call).
-  CacheLocation cache = CacheLocation::kThreadField;
+  backends::CacheLocation cache = backends::CacheLocation::kThreadField;
   // Functions to leave to the interpreter (tests of mixed mode, bisecting).
   std::vector<std::string> interpret;
   // Keep asmjit's listing of every compiled function (see JitStats::listing).
@@ -74,4 +74,4 @@ class Jit : public sim::CodeGenerator {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace objprof::backends::jit
+}  // namespace objprof::sim::jit

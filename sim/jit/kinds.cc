@@ -2,7 +2,7 @@
 
 #include <cstddef>
 
-namespace objprof::backends::jit {
+namespace objprof::sim::jit {
 namespace {
 
 using sim::DecodedInstr;
@@ -129,4 +129,4 @@ std::vector<FunctionKinds> infer_kinds(const sim::CompileRequest& req) {
   return ks;
 }
 
-}  // namespace objprof::backends::jit
+}  // namespace objprof::sim::jit

@@ -5,7 +5,7 @@
 // thread 0's collection would wait for thread 1 forever; if it parked without spilling, the
 // box thread 1 holds across the loop would be stale after the copying collection (its read
 // fails the type check, or sys.check fails on the value).
-#include "backends/jit/jit.h"
+#include "sim/jit/jit.h"
 #include "sim/heap.h"
 #include "sim/interp.h"
 
@@ -17,7 +17,9 @@
 #include <memory>
 #include <string>
 
-namespace objprof::backends::jit {
+namespace objprof::sim::jit {
+
+using namespace objprof::backends;  // the barrier emitters (objprof_emit)
 namespace {
 
 constexpr const char* kProgram = R"(type Box { value: int }
@@ -103,4 +105,4 @@ TEST_CASE("jit: a compiled loop parks at safepoint while another thread collects
 }
 
 }  // namespace
-}  // namespace objprof::backends::jit
+}  // namespace objprof::sim::jit

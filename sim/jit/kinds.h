@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace objprof::backends::jit {
+namespace objprof::sim::jit {
 
 // Bit set: join is bitwise or.
 enum Kind : std::uint8_t { kNoKind = 0, kScalar = 1, kRef = 2, kDynamic = 3 };
@@ -34,4 +34,4 @@ struct FunctionKinds {
 
 std::vector<FunctionKinds> infer_kinds(const sim::CompileRequest& request);
 
-}  // namespace objprof::backends::jit
+}  // namespace objprof::sim::jit

@@ -15,7 +15,9 @@
 
 #include <cstddef>
 
-namespace objprof::backends::jit {
+namespace objprof::sim::jit {
+
+using namespace objprof::backends;  // the barrier emitters (objprof_emit)
 namespace {
 
 using namespace asmjit;
@@ -183,14 +185,14 @@ class X86Lower {
     X86BarrierRegs regs;
     regs.thread = TS_;
     regs.cache = cache_;
-    if (Status s = emit_store_pinned_cache(cc_, regs); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
+    if (Status s = emit_store_pinned_cache(cc_, in_.barrier, regs); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
   }
   void cache_from_thread() {
     if (!pinned()) return;
     X86BarrierRegs regs;
     regs.thread = TS_;
     regs.cache = cache_;
-    if (Status s = emit_load_pinned_cache(cc_, regs); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
+    if (Status s = emit_load_pinned_cache(cc_, in_.barrier, regs); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
   }
 
   void lower(std::uint32_t pc, const DecodedInstr& d);
@@ -570,12 +572,12 @@ Lowered X86Lower::run() {
 
 Lowered lower_x86_64(const LowerInput& in) { return X86Lower(in).run(); }
 
-}  // namespace objprof::backends::jit
+}  // namespace objprof::sim::jit
 
 #else
 
-namespace objprof::backends::jit {
+namespace objprof::sim::jit {
 Lowered lower_x86_64(const LowerInput&) { return {nullptr, 0, "unsupported on this arch"}; }
-}  // namespace objprof::backends::jit
+}  // namespace objprof::sim::jit
 
 #endif

@@ -4,7 +4,7 @@
 // elimination pass kept (counted here from the decoded code the generator was given, not from
 // the JIT), none with barriers off. The compiled code still runs and gives the interpreter's
 // result.
-#include "backends/jit/jit.h"
+#include "sim/jit/jit.h"
 #include "sim/heap.h"
 #include "sim/interp.h"
 #include "sim/workloads.h"
@@ -20,7 +20,9 @@
 #include <utility>
 #include <vector>
 
-namespace objprof::backends::jit {
+namespace objprof::sim::jit {
+
+using namespace objprof::backends;  // the barrier emitters (objprof_emit)
 namespace {
 
 // Forwards to the JIT and counts, per (function, pc), the operands the pass kept in what it
@@ -133,4 +135,4 @@ TEST_CASE("jit: code ranges cover each compiled function and, on arm64, each kep
 }
 
 }  // namespace
-}  // namespace objprof::backends::jit
+}  // namespace objprof::sim::jit

@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <mutex>
 
-namespace objprof::backends::jit {
+namespace objprof::sim::jit {
+
+using namespace objprof::backends;  // the barrier emitters (objprof_emit)
 
 struct Jit::Impl {
   JitOptions options;
@@ -101,4 +103,4 @@ std::vector<sim::CompiledFunction> Jit::compile(const sim::CompileRequest& req) 
   return out;
 }
 
-}  // namespace objprof::backends::jit
+}  // namespace objprof::sim::jit

@@ -1,4 +1,4 @@
-// The per-architecture lowering of one decoded IR function (backends/jit/*_lower.cc), called by
+// The per-architecture lowering of one decoded IR function (sim/jit/*_lower.cc), called by
 // the JIT driver (jit.cc) with everything decided up front.
 #pragma once
 
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace objprof::backends::jit {
+namespace objprof::sim::jit {
 
 // Per heap type id: bit 0 = array, bit 1 = array of references (compiled checks read this
 // table instead of the heap's type objects).
@@ -27,7 +27,7 @@ struct LowerInput {
   const std::vector<FunctionKinds>* kinds = nullptr;
   const std::uint8_t* type_flags = nullptr;   // see kTypeIsArray
   bool barriers = true;                       // JitOptions::barriers and a profiler present
-  EmitterConfig barrier;                      // the run's variant (backends/emit_config.h)
+  backends::EmitterConfig barrier;            // the run's variant (backends/emit_config.h)
   asmjit::JitRuntime* runtime = nullptr;
   std::string* listing = nullptr;             // appended when non-null
   // JitOptions::code_ranges: a lowering that supports it appends one kBarrier range per barrier
@@ -82,4 +82,4 @@ class BarrierMarks {
 Lowered lower_x86_64(const LowerInput& in);
 Lowered lower_arm64(const LowerInput& in);
 
-}  // namespace objprof::backends::jit
+}  // namespace objprof::sim::jit

@@ -6,7 +6,7 @@
 // Programs: every workload at small sizes, and seeded random *executable* functions (loops,
 // branches, switches, arithmetic, field and array accesses, calls, allocation, forced GCs,
 // registers that hold references on some paths and scalars on others).
-#include "backends/jit/jit.h"
+#include "sim/jit/jit.h"
 #include "sim/heap.h"
 #include "sim/interp.h"
 #include "sim/workloads.h"
@@ -26,7 +26,9 @@
 #include <string>
 #include <vector>
 
-namespace objprof::backends::jit {
+namespace objprof::sim::jit {
+
+using namespace objprof::backends;  // the barrier emitters (objprof_emit)
 namespace {
 
 struct Config {
@@ -568,4 +570,4 @@ TEST_CASE("jit: functions it does not compile run interpreted and say why (mixed
   CHECK((*interp)->run("main").ok());
 }
 
-}  // namespace objprof::backends::jit
+}  // namespace objprof::sim::jit
