@@ -212,8 +212,8 @@ std::uint64_t footprint(GCObject* o) {
   switch (o->tt) {
     case LUA_VTABLE: {
       const Table* t = gco2t(o);
-      return sizeof(Table) + std::uint64_t{luaH_realasize(t)} * sizeof(TValue) +
-             (isdummy(t) ? 0 : std::uint64_t{sizenode(t)} * sizeof(Node));
+      return sizeof(Table) + static_cast<std::uint64_t>(luaH_realasize(t)) * sizeof(TValue) +
+             (isdummy(t) ? 0 : static_cast<std::uint64_t>(sizenode(t)) * sizeof(Node));
     }
     case LUA_VTHREAD: {
       lua_State* th = gco2th(o);
