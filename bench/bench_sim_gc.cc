@@ -11,7 +11,8 @@
 //       Allocation throughput (objects/s) of a mutator allocating 32-byte objects and keeping
 //       one in 16 alive in a ring of roots: bump allocation in the semispace, free-list
 //       allocation in the mark-sweep space, GCs included; on = Profiler::on_alloc per object.
-//       Compared on process CPU time.
+//       Compared on process CPU time. lazysweep: the mark-sweep space swept in steps inside
+//       the allocations (its GC time counts the mark and every step, each step timed).
 //   mark/<live>/{serial,parallel}
 //       One full mark-sweep collection of a heap holding a live random graph, marked on one
 //       thread or with oneTBB (HeapOptions::parallel_mark_min_heap).
@@ -170,7 +171,8 @@ void mark_time(benchmark::State& state, std::uint64_t live_objects, bool paralle
 void register_all() {
   const std::pair<const char*, Profiling> modes[] = {{"off", Profiling::kOff}, {"on", Profiling::kOn}, {"trace", Profiling::kTrace}};
   const std::pair<const char*, sim::GcPolicy> gcs[] = {{"semispace", sim::GcPolicy::kSemiSpace},
-                                                      {"marksweep", sim::GcPolicy::kMarkSweep}};
+                                                      {"marksweep", sim::GcPolicy::kMarkSweep},
+                                                      {"lazysweep", sim::GcPolicy::kLazySweep}};
   for (const char* name : {"listleak", "points", "graph", "scimark"}) {
     const sim::LoadedWorkload* wl = bench::load_workload_for("bench_sim_gc", name);
     if (!wl) continue;

@@ -8,7 +8,11 @@
 //   and the sweep that follows is sequential, keeping on_free in address order), then sweeps the walkable space: dead
 //   objects become free cells, runs of free cells are coalesced and put on size-segregated
 //   free lists (16-byte classes up to 512 bytes, a size-ordered list above that); a free run
-//   that ends at the bump pointer gives its memory back to the bump region.
+//   that ends at the bump pointer gives its memory back to the bump region (sweep.cc).
+// - The lazy sweep is the same sweep cut into steps, one per allocation, under the heap mutex
+//   that already serialises allocation: no other lock, and the sweep cannot race the allocator
+//   that reuses what it frees. Mutators running meanwhile touch only live objects, whose headers
+//   never change after allocation; the sweep writes only dead objects' and free cells' headers.
 #include "heap.h"
 
 #include <fmt/core.h>
@@ -29,7 +33,23 @@ std::uint64_t round_down(std::uint64_t v, std::uint64_t a) { return v & ~(a - 1)
 std::uint64_t round_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) & ~(a - 1); }
 }  // namespace
 
-const char* gc_policy_name(GcPolicy p) { return p == GcPolicy::kSemiSpace ? "semispace" : "marksweep"; }
+const char* gc_policy_name(GcPolicy p) {
+  switch (p) {
+    case GcPolicy::kSemiSpace: return "semispace";
+    case GcPolicy::kMarkSweep: return "marksweep";
+    case GcPolicy::kLazySweep: return "lazysweep";
+  }
+  return "?";
+}
+
+GcKind gc_policy_kind(GcPolicy p) {
+  switch (p) {
+    case GcPolicy::kSemiSpace: return GcKind::kCopying;
+    case GcPolicy::kMarkSweep: return GcKind::kFull;
+    case GcPolicy::kLazySweep: return GcKind::kConcurrent;
+  }
+  return GcKind::kFull;
+}
 
 std::string format_bytes(std::uint64_t bytes) {
   if (bytes >= (1ull << 30)) return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1ull << 30));
@@ -135,6 +155,9 @@ void Heap::detach_mutator(Mutator* m) {
   // A GC may be waiting for this thread: leaving counts as parking for good.
   mutators_.erase(std::remove(mutators_.begin(), mutators_.end(), m), mutators_.end());
   --running_;
+  // Nobody is left to allocate, so nobody would sweep: end the GC now, while the profiler
+  // still takes its frees (an embedder's Profiler::finish would close the bracket without them).
+  if (mutators_.empty() && sweeping_) (void)finish_sweep_locked();
   cv_.notify_all();
 }
 
@@ -164,6 +187,17 @@ Status Heap::collect(Mutator&) {
   std::unique_lock lk(mu_);
   while (stop_requested_.load()) park_locked(lk);
   return collect_locked(lk);
+}
+
+Status Heap::finish_sweep(Mutator&) {
+  std::unique_lock lk(mu_);
+  while (stop_requested_.load()) park_locked(lk);
+  return sweeping_ ? finish_sweep_locked() : Status{};
+}
+
+bool Heap::sweeping() const {
+  std::lock_guard lk(mu_);
+  return sweeping_;
 }
 
 Status Heap::collect_locked(std::unique_lock<std::mutex>& lk) {
@@ -198,7 +232,11 @@ Result<Address> Heap::allocate(Mutator& m, std::uint32_t site, std::uint32_t typ
   bool collected = false;
   for (;;) {
     while (stop_requested_.load()) park_locked(lk);
-    const Address a = try_allocate_locked(size);
+    if (sweeping_) OBJPROF_RETURN_IF_ERROR(sweep_step_locked());
+    Address a = try_allocate_locked(size);
+    // The run of free cells the sweep is still coalescing may hold the room already: list it.
+    if (a == 0 && sweeping_ && size < options_.large_object_threshold && list_open_run(cell_size(size)))
+      a = try_allocate_locked(size);
     if (a != 0) {
       std::memset(reinterpret_cast<void*>(a), 0, size);
       ObjHeader& h = header(a);
@@ -207,9 +245,18 @@ Result<Address> Heap::allocate(Mutator& m, std::uint32_t site, std::uint32_t typ
       h.word = t.is_array ? length : 0;
       ++stats_.objects_allocated;
       stats_.bytes_allocated += size;
+      if (sweeping_) {
+        // Inside the bracket: below sweep_end_ only in a cell the sweep already passed.
+        ++gc_.allocated_in_sweep;
+        ++stats_.objects_allocated_in_sweep;
+        if (a < sweep_end_) ++stats_.objects_reused_in_sweep;
+      }
       if (profiler_ && m.thread) profiler_->on_alloc(*m.thread, site, type, a, size);
       return a;
     }
+    // The unswept rest may hold the room: sweep on, a step at a time (the loop's next step),
+    // until the object fits or the sweep is over, before collecting again.
+    if (sweeping_) continue;
     if (collected) return make_error(ErrorCode::kOutOfRange, oom_message(size, type));
     OBJPROF_RETURN_IF_ERROR(collect_locked(lk));
     collected = true;
@@ -351,31 +398,93 @@ double thread_cpu_seconds() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
+
+// Adds the wall and CPU time of one piece of GC work (a mark, a sweep step, gc_end) to its GC.
+// A lazy sweep step counts its wall time as CPU time: it never blocks, and the thread CPU clock
+// is a system call that would cost as much as a step of a few cells (alloc/lazysweep in
+// bench_sim_gc lost ~20% to it).
+class WorkClock {
+ public:
+  explicit WorkClock(GcInfo& info, bool cpu_clock = true)
+      : info_(info), cpu_clock_(cpu_clock), cpu0_(cpu_clock ? thread_cpu_seconds() : 0) {}
+  ~WorkClock() {
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    info_.seconds += wall;
+    info_.cpu_seconds += cpu_clock_ ? thread_cpu_seconds() - cpu0_ : wall;
+  }
+  WorkClock(const WorkClock&) = delete;
+  WorkClock& operator=(const WorkClock&) = delete;
+
+ private:
+  GcInfo& info_;
+  bool cpu_clock_;
+  double cpu0_;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+};
 }  // namespace
 
 Status Heap::do_collect() {
-  const auto t0 = std::chrono::steady_clock::now();
-  const double cpu0 = thread_cpu_seconds();
-  if (profiler_)
-    OBJPROF_RETURN_IF_ERROR(profiler_->gc_begin(options_.gc == GcPolicy::kSemiSpace ? GcKind::kCopying : GcKind::kFull));
-  GcInfo info;
-  info.policy = options_.gc;
-  std::fill(marks_.begin(), marks_.end(), 0);
-  if (options_.gc == GcPolicy::kSemiSpace) collect_semispace(info);
-  else collect_marksweep(info);
-  sweep_los(info);
+  // One bracket at a time, and the mark needs a space whose dead objects are all reported.
+  if (sweeping_) OBJPROF_RETURN_IF_ERROR(finish_sweep_locked());
+  gc_ = GcInfo{};
+  gc_.policy = options_.gc;
+  {
+    WorkClock clock(gc_);
+    if (profiler_) OBJPROF_RETURN_IF_ERROR(profiler_->gc_begin(gc_policy_kind(options_.gc)));
+    std::fill(marks_.begin(), marks_.end(), 0);
+    if (options_.gc == GcPolicy::kSemiSpace) {
+      collect_semispace(gc_);
+    } else {
+      mark_marksweep();
+      start_sweep();
+      // The lazy collector leaves the space to the allocations' steps (sweeping_ from here).
+      if (options_.gc == GcPolicy::kMarkSweep) (void)sweep_cells(~0ull);
+    }
+    sweep_los(gc_);  // eagerly in every mode: few objects, and its free spans are a map
+  }
+  if (options_.gc == GcPolicy::kLazySweep) {
+    sweeping_ = true;
+    return {};
+  }
+  return end_gc();
+}
+
+Status Heap::sweep_step_locked() {
+  bool done = false;
+  {
+    WorkClock clock(gc_, /*cpu_clock=*/false);
+    done = sweep_cells(std::max<std::uint64_t>(options_.lazy_sweep_step, 1));
+    ++gc_.sweep_steps;
+  }
+  return done ? end_gc() : Status{};
+}
+
+Status Heap::finish_sweep_locked() {
+  {
+    WorkClock clock(gc_);
+    (void)sweep_cells(~0ull);
+    ++gc_.sweep_steps;
+  }
+  return end_gc();
+}
+
+// Closes the GC in gc_: the profiler's bracket, the heap's totals, on_gc.
+Status Heap::end_gc() {
   Status st;
-  if (profiler_) st = profiler_->gc_end();
-  info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  info.cpu_seconds = thread_cpu_seconds() - cpu0;
-  info.index = ++stats_.gcs;
-  stats_.gc_seconds += info.seconds;
-  stats_.gc_cpu_seconds += info.cpu_seconds;
-  stats_.objects_freed += info.freed_objects;
-  stats_.bytes_freed += info.freed_bytes;
-  stats_.objects_moved += info.moved_objects;
-  stats_.live_bytes_after_last_gc = info.live_bytes_after;
-  if (on_gc) on_gc(info);
+  {
+    WorkClock clock(gc_);
+    if (profiler_) st = profiler_->gc_end();
+  }
+  sweeping_ = false;
+  gc_.index = ++stats_.gcs;
+  stats_.gc_seconds += gc_.seconds;
+  stats_.gc_cpu_seconds += gc_.cpu_seconds;
+  stats_.objects_freed += gc_.freed_objects;
+  stats_.bytes_freed += gc_.freed_bytes;
+  stats_.objects_moved += gc_.moved_objects;
+  stats_.sweep_steps += gc_.sweep_steps;
+  stats_.live_bytes_after_last_gc = gc_.live_bytes_after;
+  if (on_gc) on_gc(gc_);
   return st;
 }
 
@@ -491,49 +600,9 @@ constexpr bool kParallelMarkAvailable = false;
 constexpr bool kParallelMarkAvailable = true;
 #endif
 
-void Heap::collect_marksweep(GcInfo& info) {
+void Heap::mark_marksweep() {
   if (kParallelMarkAvailable && options_.heap_bytes >= options_.parallel_mark_min_heap) mark_parallel();
   else mark_serial();
-  for (auto& l : small_free_) l.clear();
-  large_free_.clear();
-  Address run = 0;  // start of the current run of free cells, or 0
-  auto close_run = [&](Address end) {
-    if (run == 0) return;
-    const std::uint64_t bytes = end - run;
-    header(run) = ObjHeader{kFreeCellType, 0, bytes};
-    if (bytes / 16 < kSmallClasses) small_free_[bytes / 16].push_back(run);
-    else large_free_.emplace(bytes, run);
-    run = 0;
-  };
-  std::uint64_t live = 0;
-  for (Address a = ms_begin_; a < ms_bump_;) {
-    ObjHeader& h = header(a);
-    std::uint64_t cell;
-    if (h.type == kFreeCellType) {
-      cell = h.word;
-      if (run == 0) run = a;
-    } else {
-      const std::uint64_t size = object_size(a);
-      cell = cell_size(size);
-      if (is_marked(a)) {
-        close_run(a);
-        live += cell;
-      } else {
-        if (profiler_) profiler_->on_free(a);
-        ++info.freed_objects;
-        info.freed_bytes += size;
-        h.type = kFreeCellType;
-        h.word = cell;
-        if (run == 0) run = a;
-      }
-    }
-    a += cell;
-  }
-  if (run != 0) {
-    ms_bump_ = run;  // the trailing free run goes back to the bump region
-    run = 0;
-  }
-  info.live_bytes_after = live;
 }
 
 void Heap::sweep_los(GcInfo& info) {

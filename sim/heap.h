@@ -13,17 +13,26 @@
 // Layout: one contiguous reservation of `heap_bytes`, registered with the profiler as ONE
 // HeapSpace "sim-heap" (so one barrier descriptor covers every object):
 //   semispace: [ from-space | to-space | large-object space ]
-//   marksweep: [ mark-sweep space      | large-object space ]
+//   marksweep, lazysweep: [ mark-sweep space | large-object space ]
 // The large-object space (LOS, a quarter of the heap) holds objects of at least
 // `large_object_threshold` bytes (ART: 3 pages), page-granular, never moved.
 //
-// Deaths: both collectors report every dead object with Profiler::on_free (the copying
+// Deaths: every collector reports every dead object with Profiler::on_free (the copying
 // collector walks the evacuated from-space after the copy), so the profiler's tracker is exact.
 //
 // Threads: mutators attach (attach_mutator) with their root provider and ThreadState; the heap
 // runs a stop-the-world handshake: a GC starts only when every attached mutator is parked at a
 // safepoint (allocate, safepoint, collect). Everything else in this class is called by a mutator
 // holding no lock; the heap serialises allocation with one mutex (a simulator, not a fast VM).
+//
+// Lazy sweep (GcPolicy::kLazySweep, the design's CMS): the collection marks with the world
+// stopped (gc_begin there) and sweeps the LOS at once, but the mark-sweep space is swept in
+// steps: every allocation first sweeps `lazy_sweep_step` bytes of it, under the heap mutex, on
+// the allocating mutator's thread, while the other mutators run; the step that reaches the end
+// calls gc_end. Allocation meanwhile uses only cells the sweep has passed or fresh bump space, so
+// the sweep never meets an object allocated during it. An allocation that does not fit sweeps
+// on, step by step, until it fits or the sweep is over; a new collection and the last mutator's
+// detach_mutator finish a pending sweep.
 #pragma once
 
 #include <objprof/profiler.h>
@@ -66,8 +75,13 @@ struct SimType {
   std::uint32_t num_slots() const { return static_cast<std::uint32_t>(slot_is_ref.size()); }
 };
 
-enum class GcPolicy : std::uint8_t { kSemiSpace, kMarkSweep };
-const char* gc_policy_name(GcPolicy p);
+enum class GcPolicy : std::uint8_t { kSemiSpace, kMarkSweep, kLazySweep };
+const char* gc_policy_name(GcPolicy p);  // "semispace", "marksweep", "lazysweep"
+// Every policy, for tests and tools that run each one.
+inline constexpr GcPolicy kAllGcPolicies[] = {GcPolicy::kSemiSpace, GcPolicy::kMarkSweep, GcPolicy::kLazySweep};
+// The kind each policy reports to gc_begin: kCopying, kFull, kConcurrent (mutators run inside
+// a lazy sweep's bracket).
+GcKind gc_policy_kind(GcPolicy p);
 
 struct HeapOptions {
   std::uint64_t heap_bytes = 8ull << 20;
@@ -79,6 +93,10 @@ struct HeapOptions {
   // 2-core VM the parallel marker only matches the serial one at 2M live objects and is 1.7x
   // slower at 262K (docs/results.md, "Parallel marking"), so it is opt-in.
   std::uint64_t parallel_mark_min_heap = ~0ull;
+  // kLazySweep: bytes of the mark-sweep space each allocation sweeps before it allocates (at
+  // least one cell). Small enough that a sweep spans many allocations, large enough that it
+  // usually ends long before the space runs out (an allocation that does not fit sweeps on).
+  std::uint64_t lazy_sweep_step = 4096;
 };
 
 struct GcInfo {
@@ -86,8 +104,14 @@ struct GcInfo {
   GcPolicy policy = GcPolicy::kSemiSpace;
   std::uint64_t live_bytes_after = 0;
   std::uint64_t freed_objects = 0, moved_objects = 0, freed_bytes = 0;
-  double seconds = 0;       // wall clock
-  double cpu_seconds = 0;   // the collecting thread's CPU time (robust to a loaded machine)
+  // Wall clock and the collecting threads' CPU time (robust to a loaded machine) of the GC's own
+  // work: for a lazy sweep, the stopped-world mark plus every sweep step (a step's CPU time is
+  // its wall time), not the mutator work between the steps.
+  double seconds = 0;
+  double cpu_seconds = 0;
+  // kLazySweep: the steps that swept the space, and the objects allocated between gc_begin and
+  // gc_end (by the mutators, while the sweep was pending).
+  std::uint64_t sweep_steps = 0, allocated_in_sweep = 0;
 };
 
 struct HeapStats {
@@ -98,6 +122,9 @@ struct HeapStats {
   std::uint64_t live_bytes_after_last_gc = 0;
   double gc_seconds = 0;
   double gc_cpu_seconds = 0;
+  // kLazySweep: sweep steps, objects allocated while a sweep was pending, and how many of those
+  // took memory the pending sweep had already swept (rather than fresh bump space).
+  std::uint64_t sweep_steps = 0, objects_allocated_in_sweep = 0, objects_reused_in_sweep = 0;
 };
 
 // Visits a root slot; the collector may overwrite it (the object moved).
@@ -147,8 +174,14 @@ class Heap {
   // The flag safepoint() tests, for compiled code that polls it inline (a byte: nonzero while
   // a collector waits for the mutators to park; then call safepoint()).
   const std::atomic<bool>& stop_flag() const { return stop_requested_; }
-  // Forces a collection (stop the world).
+  // Forces a collection (stop the world). kLazySweep: finishes a pending sweep, marks, and
+  // returns with the new sweep pending (allocations sweep it).
   Status collect(Mutator& m);
+  // kLazySweep: sweeps the rest of the mark-sweep space now and ends the GC (gc_end, on_gc);
+  // nothing when no sweep is pending. Other mutators may keep running.
+  Status finish_sweep(Mutator& m);
+  // A lazy sweep is pending: the GC bracket is open (for tests and progress output).
+  bool sweeping() const;
 
   // Object access. Slots are atomics (release stores, acquire loads): mutators may share
   // objects, and a reference published through a slot publishes the object's header with it.
@@ -173,14 +206,16 @@ class Heap {
   std::uint64_t object_size(Address obj) const { return kHeaderBytes + kSlotBytes * slot_count(obj); }
   bool contains(Address a) const { return a - base_ < options_.heap_bytes; }
 
-  // Every object currently in the heap (live or not yet collected); world must be stopped or
-  // single-threaded.
+  // Every object currently in the heap (live or not yet collected: during a lazy sweep, the
+  // dead objects of the unswept part too); world must be stopped or single-threaded.
   void for_each_object(const std::function<void(Address)>& fn) const;
 
   const HeapOptions& options() const { return options_; }
   Address base() const { return base_; }
   HeapStats stats() const;
-  // Called on the collector thread after every GC (progress output).
+  // Called after every GC (progress output), under the heap mutex: on the collecting thread,
+  // or, when a lazy sweep ends, on the mutator whose step ended it while other mutators run
+  // (they only touch slots of live objects; Heap::load reads them safely).
   std::function<void(const GcInfo&)> on_gc;
 
  private:
@@ -193,10 +228,21 @@ class Heap {
   void park_locked(std::unique_lock<std::mutex>& lk);
   void park_slow(Mutator& m);
   Status do_collect();
+  Status end_gc();
   void visit_all_roots(const RootFn& fn);
   void collect_semispace(GcInfo& info);
-  void collect_marksweep(GcInfo& info);
+  void mark_marksweep();
   void sweep_los(GcInfo& info);
+  // The mark-sweep space's sweep (sweep.cc): start_sweep sets it up after marking; sweep_cells
+  // sweeps at least `budget` bytes of it (or the rest) and returns true once it is done.
+  void start_sweep();
+  bool sweep_cells(std::uint64_t budget);
+  void close_run(Address end);
+  // kLazySweep: lists the open run now, ending it at the cursor, if it covers `cell` bytes.
+  bool list_open_run(std::uint64_t cell);
+  // kLazySweep, heap mutex held: one allocation's step, and the rest of the sweep.
+  Status sweep_step_locked();
+  Status finish_sweep_locked();
   bool test_and_mark(Address a);
   bool test_and_mark_atomic(Address a);
   bool is_marked(Address a) const;
@@ -221,6 +267,12 @@ class Heap {
   static constexpr std::uint64_t kSmallClasses = 33;  // 16-byte classes up to 512 bytes
   std::vector<Address> small_free_[kSmallClasses];
   std::multimap<std::uint64_t, Address> large_free_;  // spans > 512 bytes, by size
+  // The sweep: [sweep_cursor_, sweep_end_) is still unswept (sweep_end_ is ms_bump_ when the
+  // mark ended); sweep_run_ starts the run of free cells it is coalescing, or is 0. Free lists
+  // hold only swept cells, and bump allocation starts at or above sweep_end_.
+  Address sweep_cursor_ = 0, sweep_end_ = 0, sweep_run_ = 0;
+  bool sweeping_ = false;  // kLazySweep: between the mark's gc_begin and the sweep's gc_end
+  GcInfo gc_;              // the current (or pending) GC's counts and times
   // LOS: page-granular first fit over free spans (addr -> bytes), live objects listed.
   Address los_begin_ = 0, los_end_ = 0;
   std::map<Address, std::uint64_t> los_free_;

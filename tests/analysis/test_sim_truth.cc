@@ -2,7 +2,7 @@
 // test reads its public surface only): every GC's freed and moved counts (Heap::on_gc), the
 // totals (HeapStats), the exact set of objects in the heap at the end (Heap::for_each_object:
 // address, type, size), and the profiler's harvested bits. And the acceptance check: the
-// report on a listleak trace ranks the leaking site first, with both collectors.
+// report on a listleak trace ranks the leaking site first, with every collector.
 #include "sim/heap.h"
 #include "sim/interp.h"
 #include "sim/workloads.h"
@@ -96,8 +96,8 @@ void check_against_truth(const SimRun& run, const TraceAnalysis& a) {
 
 }  // namespace
 
-TEST_CASE("sim ground truth: listleak with both collectors, and the leak ranked first", "[analysis][sim]") {
-  for (sim::GcPolicy gc : {sim::GcPolicy::kSemiSpace, sim::GcPolicy::kMarkSweep}) {
+TEST_CASE("sim ground truth: listleak with every collector, and the leak ranked first", "[analysis][sim]") {
+  for (sim::GcPolicy gc : sim::kAllGcPolicies) {
     INFO(sim::gc_policy_name(gc));
     const SimRun run = run_sim("listleak", gc, test::scaled(600, 2), 1 << 20);
     REQUIRE(run.gcs.size() >= 5);
@@ -133,7 +133,7 @@ TEST_CASE("sim ground truth: swapleak, points and threads workloads", "[analysis
   // heap, or a GC started by another mutator flushes its trace buffer while it detaches.
   const W ws[] = {{"swapleak", 500, 512 << 10, 1}, {"points", 200, 256 << 10, 1}, {"threads", 200, 512 << 10, 3}};
   for (const W& w : ws)
-    for (sim::GcPolicy gc : {sim::GcPolicy::kSemiSpace, sim::GcPolicy::kMarkSweep}) {
+    for (sim::GcPolicy gc : sim::kAllGcPolicies) {
       INFO(w.name << " " << sim::gc_policy_name(gc));
       const SimRun run = run_sim(w.name, gc, w.size, w.heap, w.threads);
       auto a = analyze(run.trace);
@@ -157,7 +157,7 @@ TEST_CASE("sim ground truth: mutators that finish at different times leave a con
   // and collect. Each run's trace must be accepted and rebuilt exactly: a finished mutator's
   // buffer is flushed once, before any later GC's records.
   for (int rep = 0; rep < 6; ++rep)
-    for (sim::GcPolicy gc : {sim::GcPolicy::kSemiSpace, sim::GcPolicy::kMarkSweep}) {
+    for (sim::GcPolicy gc : sim::kAllGcPolicies) {
       INFO("rep " << rep << " " << sim::gc_policy_name(gc));
       const SimRun run = run_sim("threads", gc, 120, 256 << 10, 3);
       auto a = analyze(run.trace);

@@ -398,7 +398,7 @@ TEST_CASE("jit: generated executable functions match the interpreter in every pa
     for (ir::PassKind pass : kPasses) {
       for (const Variant& v : kVariants) {
         const BarrierConfig& b = v.barrier;
-        for (sim::GcPolicy gc : {sim::GcPolicy::kSemiSpace, sim::GcPolicy::kMarkSweep}) {
+        for (sim::GcPolicy gc : sim::kAllGcPolicies) {
           Config c;
           c.pass = pass;
           c.barrier = b;
@@ -437,7 +437,7 @@ TEST_CASE("jit: every workload matches the interpreter (heap, bitmap per epoch, 
     for (ir::PassKind pass : kPasses) {
       for (const Variant& v : kVariants) {
         const BarrierConfig& b = v.barrier;
-        for (sim::GcPolicy gc : {sim::GcPolicy::kSemiSpace, sim::GcPolicy::kMarkSweep}) {
+        for (sim::GcPolicy gc : sim::kAllGcPolicies) {
           Config c;
           c.pass = pass;
           c.barrier = b;

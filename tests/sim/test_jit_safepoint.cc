@@ -92,7 +92,7 @@ SpinRun run_spin(bool with_jit, sim::GcPolicy gc) {
 }
 
 TEST_CASE("jit: a compiled loop parks at safepoint while another thread collects", "[jit]") {
-  for (sim::GcPolicy gc : {sim::GcPolicy::kSemiSpace, sim::GcPolicy::kMarkSweep}) {
+  for (sim::GcPolicy gc : sim::kAllGcPolicies) {
     INFO(sim::gc_policy_name(gc));
     const SpinRun interp = run_spin(false, gc);
     CHECK(interp.result == 41);  // thread 0's value; thread 1 checks its own (42) with sys.check

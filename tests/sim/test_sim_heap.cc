@@ -2,8 +2,10 @@
 // API beside a shadow model, many GCs of both kinds, and after every GC a parallel walk of the
 // real and the shadow graph (every reachable object's contents intact after each move, sharing
 // preserved), plus "the heap holds exactly the reachable objects" (everything unreachable
-// freed). With the profiler attached, the trace is read back and replayed: every alloc has
-// exactly one death or is live at the end, and moves chain from live addresses.
+// freed; a lazy sweep is finished first). With the profiler attached, the trace is read back and
+// replayed: every alloc has exactly one death or is live at the end, and moves chain from live
+// addresses. The lazy sweeper's walks between explicit GCs run with its sweep pending, so they
+// check that allocation during a sweep never overwrites a live object.
 #include "sim/heap.h"
 
 #include "../test_env.h"
@@ -269,11 +271,20 @@ void run_stress(GcPolicy policy, bool profile, std::size_t steps, bool parallel_
   st.roots.slots.assign(Stress::kRoots, 0);
   st.root_ids.assign(Stress::kRoots, -1);
   heap.attach_mutator(&m);
+  std::size_t walks_in_sweep = 0;
   for (std::size_t i = 0; i < steps; ++i) {
     st.step();
-    if (i % 97 == 0) (void)st.verify();  // contents intact across the GCs allocation started
+    // Contents intact across the GCs allocation started; walked more often while a lazy sweep
+    // is pending, the time when allocation could overwrite a live object.
+    const bool sweeping = heap.sweeping();
+    if (i % 97 == 0 || (sweeping && i % 13 == 0)) {
+      (void)st.verify();
+      walks_in_sweep += sweeping;
+    }
     if (i % 997 == 0) {
       REQUIRE(heap.collect(m).ok());
+      // A lazy sweep still holds unswept dead objects: finish it for the exact comparison.
+      REQUIRE(heap.finish_sweep(m).ok());
       const std::set<Address> reachable = st.verify();
       std::set<Address> present;
       heap.for_each_object([&](Address a) { present.insert(a); });
@@ -284,6 +295,10 @@ void run_stress(GcPolicy policy, bool profile, std::size_t steps, bool parallel_
   // Explicit GCs plus the ones allocation failures started.
   CHECK(heap.stats().gcs > steps / 997 + 3);
   CHECK(heap.stats().large_objects_allocated > 0);
+  if (policy == GcPolicy::kLazySweep) {
+    CHECK(walks_in_sweep > 0);  // some walks ran with a sweep pending
+    CHECK(heap.stats().objects_reused_in_sweep > 0);
+  }
   heap.detach_mutator(&m);
   if (!prof) return;
   prof->detach_thread(*ts);
@@ -293,8 +308,7 @@ void run_stress(GcPolicy policy, bool profile, std::size_t steps, bool parallel_
   REQUIRE(c.ok());
   REQUIRE(c->allocs.size() == heap.stats().objects_allocated);
   REQUIRE(c->gc_begins.size() == heap.stats().gcs);
-  for (auto& g : c->gc_begins)
-    REQUIRE(g.kind == (policy == GcPolicy::kSemiSpace ? GcKind::kCopying : GcKind::kFull));
+  for (auto& g : c->gc_begins) REQUIRE(g.kind == gc_policy_kind(policy));
   const Replay rp = replay(*c);
   std::set<Address> present;
   heap.for_each_object([&](Address a) { present.insert(a); });
@@ -335,11 +349,20 @@ TEST_CASE("mark-sweep: profiler trace matches the heap (allocs, deaths)", "[sim]
   run_stress(GcPolicy::kMarkSweep, true, 3000);
 }
 
+TEST_CASE("lazy sweep keeps a random object graph intact and frees exactly the rest", "[sim][lazysweep]") {
+  run_stress(GcPolicy::kLazySweep, false, 20000);
+}
+
+TEST_CASE("lazy sweep: profiler trace matches the heap (allocs in the bracket, deaths)", "[sim][lazysweep]") {
+  run_stress(GcPolicy::kLazySweep, true, 3000);
+}
+
 TEST_CASE("out of memory is an error naming the heap size", "[sim]") {
   HeapOptions ho;
   ho.heap_bytes = 64 * 1024;
-  for (GcPolicy p : {GcPolicy::kSemiSpace, GcPolicy::kMarkSweep}) {
+  for (GcPolicy p : kAllGcPolicies) {
     ho.gc = p;
+    INFO(gc_policy_name(p));
     auto h = Heap::create(ho, nullptr);
     REQUIRE(h.ok());
     Heap& heap = **h;

@@ -1,7 +1,8 @@
 // The interpreter and the workloads end to end: listleak and swapleak report exactly their
-// leaking allocation site with both collectors and every pass / barrier variant; every workload
+// leaking allocation site with every collector and every pass / barrier variant; every workload
 // runs (their sys.check assertions hold across GCs); the threads workload runs on several
-// mutators with the stop-the-world handshake; errors are values.
+// mutators with the stop-the-world handshake (and, with the lazy sweeper, sweep steps on any of
+// them while the others run); errors are values.
 #include "sim/heap.h"
 #include "sim/interp.h"
 #include "sim/workloads.h"
@@ -106,9 +107,9 @@ void require_only_site(const Outcome& o, const std::string& method, std::uint32_
 
 }  // namespace
 
-TEST_CASE("listleak reports the first node's allocation site and nothing else, both collectors", "[sim]") {
+TEST_CASE("listleak reports the first node's allocation site and nothing else, every collector", "[sim]") {
   const std::uint32_t bci = alloc_bci("listleak", "main", 1);  // after the list's newarray
-  for (GcPolicy gc : {GcPolicy::kSemiSpace, GcPolicy::kMarkSweep}) {
+  for (GcPolicy gc : kAllGcPolicies) {
     Config c;
     c.gc = gc;
     c.size = test::scaled(600, 2);
@@ -118,11 +119,19 @@ TEST_CASE("listleak reports the first node's allocation site and nothing else, b
     CHECK(o.leaks.size() == 1);
     CHECK(o.leaks[0].type == "ListLeak");
     CHECK(o.heap.gcs >= 5);
+    if (gc == GcPolicy::kLazySweep) {
+      // The interpreter's allocations drove the sweeps, in memory they had already swept.
+      CHECK(o.heap.objects_allocated_in_sweep > 0);
+      CHECK(o.heap.objects_reused_in_sweep > 0);
+      CHECK(o.heap.sweep_steps > o.heap.gcs);
+    } else {
+      CHECK(o.heap.objects_allocated_in_sweep == 0);
+    }
   }
 }
 
-TEST_CASE("swapleak reports the swapped-out buffer's site and nothing else, both collectors", "[sim]") {
-  for (GcPolicy gc : {GcPolicy::kSemiSpace, GcPolicy::kMarkSweep}) {
+TEST_CASE("swapleak reports the swapped-out buffer's site and nothing else, every collector", "[sim]") {
+  for (GcPolicy gc : kAllGcPolicies) {
     Config c;
     c.gc = gc;
     c.size = 2000;
@@ -165,7 +174,7 @@ TEST_CASE("the leak report is the same with every pass and barrier variant", "[s
   }
 }
 
-TEST_CASE("every workload runs with both collectors and its checks hold", "[sim]") {
+TEST_CASE("every workload runs with every collector and its checks hold", "[sim]") {
   struct W {
     const char* name;
     std::uint64_t size;
@@ -174,7 +183,7 @@ TEST_CASE("every workload runs with both collectors and its checks hold", "[sim]
   const W ws[] = {{"points", 200, 256 << 10}, {"scimark", 32, 128 << 10}, {"graph", 200, 128 << 10},
                   {"threads", 200, 128 << 10}, {"swapleak", 500, 512 << 10}};
   for (const W& w : ws)
-    for (GcPolicy gc : {GcPolicy::kSemiSpace, GcPolicy::kMarkSweep}) {
+    for (GcPolicy gc : kAllGcPolicies) {
       Config c;
       c.gc = gc;
       c.size = w.size;
@@ -187,8 +196,8 @@ TEST_CASE("every workload runs with both collectors and its checks hold", "[sim]
     }
 }
 
-TEST_CASE("threads workload: several mutators, stop-the-world GCs, both collectors", "[sim]") {
-  for (GcPolicy gc : {GcPolicy::kSemiSpace, GcPolicy::kMarkSweep}) {
+TEST_CASE("threads workload: several mutators, stop-the-world marks, every collector", "[sim]") {
+  for (GcPolicy gc : kAllGcPolicies) {
     Config c;
     c.gc = gc;
     c.threads = test::emulated() ? 2 : 4;
@@ -201,6 +210,8 @@ TEST_CASE("threads workload: several mutators, stop-the-world GCs, both collecto
     if (!o.result.ok()) FAIL(o.result.error().message);
     CHECK(*o.result == 20);
     CHECK(o.heap.gcs >= 1);
+    CHECK(o.prof.protocol_errors == 0);
+    if (gc == GcPolicy::kLazySweep) CHECK(o.heap.objects_allocated_in_sweep > 0);  // swept while they ran
   }
 }
 
@@ -254,7 +265,7 @@ entry:
 }
 )");
   REQUIRE(m.ok());
-  for (GcPolicy gc : {GcPolicy::kSemiSpace, GcPolicy::kMarkSweep}) {
+  for (GcPolicy gc : kAllGcPolicies) {
     Config c;
     c.gc = gc;
     const Outcome o = run_module(*m, c);

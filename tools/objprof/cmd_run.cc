@@ -48,7 +48,8 @@ int run(const RunOptions& o) {
   sim::HeapOptions ho;
   if (o.gc == "semispace") ho.gc = sim::GcPolicy::kSemiSpace;
   else if (o.gc == "marksweep") ho.gc = sim::GcPolicy::kMarkSweep;
-  else return fail("--gc must be semispace or marksweep, not '" + o.gc + "'");
+  else if (o.gc == "lazysweep") ho.gc = sim::GcPolicy::kLazySweep;
+  else return fail("--gc must be semispace, marksweep or lazysweep, not '" + o.gc + "'");
   std::string heap_text = o.heap.empty() ? wl->default_heap : o.heap;
   if (heap_text.empty()) heap_text = "8M";
   auto heap_bytes = sim::parse_size(heap_text);
@@ -127,8 +128,11 @@ int run(const RunOptions& o) {
   const sim::InterpStats is = (*interp)->stats();
   const double pct = s.barriers_executed ? 100.0 * static_cast<double>(s.barrier_cache_hits) / static_cast<double>(s.barriers_executed) : 0.0;
   fmt::print("\nsummary: main returned {} after {:.3f} s\n", *result, secs);
-  fmt::print("  GCs: {} ({}), {:.3f} s in GC, {} live after the last\n", hs.gcs, o.gc == "semispace" ? "copying" : "full",
+  fmt::print("  GCs: {} ({}), {:.3f} s in GC, {} live after the last\n", hs.gcs, trace::gc_kind_name(sim::gc_policy_kind(ho.gc)),
              hs.gc_seconds, sim::format_bytes(hs.live_bytes_after_last_gc));
+  if (ho.gc == sim::GcPolicy::kLazySweep)
+    fmt::print("  lazy sweep: {} steps; {} objects allocated while a sweep was pending, {} of them in swept cells\n",
+               hs.sweep_steps, hs.objects_allocated_in_sweep, hs.objects_reused_in_sweep);
   fmt::print("  objects: {} allocated ({}), {} large, {} freed, {} moved; {} tracked by the profiler\n",
              s.objects_allocated, sim::format_bytes(s.bytes_allocated), hs.large_objects_allocated, hs.objects_freed,
              hs.objects_moved, s.objects_tracked);
@@ -155,7 +159,7 @@ const RegisterCommand kRun([](CLI::App& app) -> std::function<int()> {
   CLI::App* cmd = app.add_subcommand("run", "Run an IR workload on the simulated runtime with the profiler attached");
   cmd->add_option("workload", opt->workload, "listleak, swapleak, points, scimark, graph, threads, or an .ir file")->required();
   cmd->add_option("--heap", opt->heap, "fixed heap size, e.g. 4M (default: the workload's, else 8M)");
-  cmd->add_option("--gc", opt->gc, "semispace (copying) or marksweep (non-moving)");
+  cmd->add_option("--gc", opt->gc, "semispace (copying), marksweep (non-moving) or lazysweep (marksweep swept in steps between allocations)");
   cmd->add_option("--pass", opt->pass, "barrier elimination: none, paper or global");
   cmd->add_option("--barrier", opt->barrier, "cache-racy, cache-atomic, nocache-racy or nocache-atomic");
   cmd->add_option("--stale-after", opt->stale_after, "GC_K: epochs without access before a report")->check(CLI::Range(1u, 1000000u));
