@@ -4,6 +4,8 @@
 
 #include "objprof/trace_writer.h"
 #include "hook_checker.h"
+#include "leak_groups.h"
+#include "progress_clock.h"
 #include "stale_tracker.h"
 
 #include <fmt/core.h>
@@ -19,6 +21,7 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <unordered_map>
 
 namespace objprof {
 
@@ -49,6 +52,19 @@ struct CollectorLocal {
   std::uint64_t moves_seen = 0, frees_seen = 0;  // every event, for ProfilerStats
 };
 
+// What a tracked record's site_type names.
+struct PairKey {
+  std::uint32_t site = 0, type = 0, owner = 0;  // owner: a ProgressClocks slot
+  bool operator==(const PairKey&) const = default;
+  struct HashCompare {
+    static std::size_t hash(const PairKey& k) noexcept {
+      return static_cast<std::size_t>(((std::uint64_t{k.site} << 32 | k.type) ^ (std::uint64_t{k.owner} << 17)) *
+                                      0x9E3779B97F4A7C15ull);
+    }
+    static bool equal(const PairKey& a, const PairKey& b) noexcept { return a == b; }
+  };
+};
+
 struct ProfilerState {
   std::vector<HeapSpace> spaces;
   std::vector<std::unique_ptr<AccessBitmap>> bitmaps;
@@ -68,9 +84,11 @@ struct ProfilerState {
     static std::atomic<std::uint64_t> n{0};
     return n.fetch_add(1, std::memory_order_relaxed) + 1;
   }
-  // Interned (site, type) pairs: the tracker stores one 32-bit index instead of both ids.
-  tbb::concurrent_hash_map<std::uint64_t, std::uint32_t> pair_index;
-  tbb::concurrent_vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
+  // Interned (site, type, owner clock) triples: the tracker stores one 32-bit index for all three.
+  tbb::concurrent_hash_map<PairKey, std::uint32_t, PairKey::HashCompare> pair_index;
+  tbb::concurrent_vector<PairKey> pairs;
+  ProgressClocks clocks;
+  std::uint64_t stale_bytes = 0;  // the second condition's threshold at the latest check
 
   std::shared_mutex threads_mutex;  // attach/detach (rare) vs GC iteration
   std::vector<std::unique_ptr<ThreadState>> threads;  // attached threads only
@@ -102,6 +120,8 @@ struct ProfilerState {
   std::vector<std::uint32_t> deferred_thread_ends;
   std::atomic<std::uint64_t> objects_tracked{0};
   std::uint64_t leaks_reported = 0, bits_harvested = 0, moves = 0, frees = 0;
+  std::vector<StaleObject> stale;  // scratch of the stale check
+  std::unordered_map<std::uint64_t, Detection> detections;  // per (site, type) group
   std::uint64_t bytes_at_gc = 0;
   bool finished = false;
 };
@@ -112,21 +132,91 @@ using internal::ProfilerState;
 
 namespace {
 
-LeakReport make_report(const ProfilerState& st, Address a, const internal::TrackedRecord& r, std::uint32_t epoch) {
+std::uint32_t intern(ProfilerState& st, const internal::PairKey& key) {
+  using Index = decltype(st.pair_index);
+  Index::const_accessor found;
+  if (st.pair_index.find(found, key)) return found->second;
+  found.release();
+  Index::accessor slot;
+  if (st.pair_index.insert(slot, key))
+    slot->second = static_cast<std::uint32_t>(st.pairs.push_back(key) - st.pairs.begin());
+  return slot->second;
+}
+
+}  // namespace
+
+namespace {
+
+LeakReport make_report(const ProfilerState& st, const internal::StaleObject& o, std::uint64_t epoch) {
   LeakReport rep;
-  rep.addr = a;
-  rep.size = std::uint64_t{r.size_flags & internal::StaleTracker::kSizeMask} << st.tracker.log2_granule(0);
-  const auto [site, type] = st.pairs[r.site_type];
-  rep.site_id = site;
-  rep.type_id = type;
-  if (auto it = st.types.find(type); it != st.types.end()) rep.type_name = it->second.name;
-  if (auto it = st.sites.find(site); it != st.sites.end()) {
+  rep.addr = o.addr;
+  rep.size = o.size;
+  rep.site_id = o.site;
+  rep.type_id = o.type;
+  if (auto it = st.types.find(o.type); it != st.types.end()) rep.type_name = it->second.name;
+  if (auto it = st.sites.find(o.site); it != st.sites.end()) {
     rep.method = it->second.method;
     rep.bytecode_offset = it->second.bytecode_offset;
   }
-  rep.last_access_epoch = r.last_access;
+  rep.last_access_epoch = epoch - o.idle_epochs;
   rep.epoch = epoch;
+  rep.idle_bytes = o.idle_bytes;
   return rep;
+}
+
+void name_group(const ProfilerState& st, LeakGroup& g) {
+  if (auto it = st.types.find(g.type_id); it != st.types.end()) g.type_name = it->second.name;
+  if (auto it = st.sites.find(g.site_id); it != st.sites.end()) {
+    g.method = it->second.method;
+    g.bytecode_offset = it->second.bytecode_offset;
+  }
+}
+
+// The stale check at the end of `epoch`: fills st.stale with every stale object; with `mark`,
+// those not reported before are flagged new and marked reported.
+void collect_stale(ProfilerState& st, const ProfilerOptions& o, std::uint32_t epoch, bool mark) {
+  st.stale.clear();
+  const internal::ProgressClocks::View clocks = st.clocks.view();
+  const bool automatic = o.stale_after_bytes == ProfilerOptions::kAutoStaleBytes;
+  st.stale_bytes = automatic ? clocks.busiest_epoch(internal::ProgressClocks::kProgram) : o.stale_after_bytes;
+  const std::uint32_t log2k = st.tracker.log2_granule(0);
+  std::uint64_t idle_bytes = 0;
+  auto progressed = [&](const internal::TrackedRecord& r) {
+    const std::uint32_t owner = st.pairs[r.site_type].owner;
+    idle_bytes = clocks.progress(owner, r.last_access, epoch);
+    return idle_bytes >= (automatic ? clocks.busiest_epoch(owner) : o.stale_after_bytes);
+  };
+  st.tracker.for_each_stale(epoch, o.stale_after_epochs, st.full_gc_after, progressed,
+                            [&](Address a, internal::TrackedRecord& r) {
+                              const internal::PairKey& k = st.pairs[r.site_type];
+                              internal::StaleObject so;
+                              so.addr = a;
+                              so.size = std::uint64_t{r.size_flags & internal::StaleTracker::kSizeMask} << log2k;
+                              so.site = k.site;
+                              so.type = k.type;
+                              so.idle_epochs = epoch - r.last_access;
+                              so.idle_bytes = idle_bytes;
+                              if (mark && !(r.size_flags & internal::StaleTracker::kReported)) {
+                                r.size_flags |= internal::StaleTracker::kReported;
+                                so.is_new = true;
+                              }
+                              st.stale.push_back(so);
+                            });
+}
+
+// A detached thread's objects move to the program's clock, and its slot is freed for reuse
+// (gc_begin, mutators stopped: no thread interns a pair of the slot meanwhile).
+void rebind_detached_owners(ProfilerState& st) {
+  if (!st.clocks.any_closed()) return;
+  std::unordered_map<std::uint32_t, std::uint32_t> moved;
+  st.tracker.rebind([&](std::uint32_t pair) {
+    const internal::PairKey k = st.pairs[pair];
+    if (k.owner == internal::ProgressClocks::kProgram || !st.clocks.is_closed(k.owner)) return pair;
+    auto [it, fresh] = moved.try_emplace(pair, 0);
+    if (fresh) it->second = intern(st, internal::PairKey{k.site, k.type, internal::ProgressClocks::kProgram});
+    return it->second;
+  });
+  st.clocks.release_closed();
 }
 
 }  // namespace
@@ -219,8 +309,8 @@ Result<std::unique_ptr<Profiler>> Profiler::create(ProfilerOptions options) {
     if (!file.ok()) return file.error();
     sink = std::move(*file);
   }
-  if (!options.on_leak && options.default_leak_printer)
-    options.on_leak = [](const LeakReport& r) { std::fprintf(stderr, "%s\n", format_leak(r).c_str()); };
+  if (!options.on_leak && !options.on_leak_group && options.default_leak_printer)
+    options.on_leak_group = [](const LeakGroup& g) { std::fprintf(stderr, "%s\n", format_leak_group(g).c_str()); };
   std::unique_ptr<Profiler> p(new Profiler(std::move(options)));
   if (sink) {
     auto writer = TraceWriter::create(std::move(sink), p->options_.chunk_payload);
@@ -342,6 +432,7 @@ Status Profiler::define_site(const SiteInfo& site) {
 Result<ThreadState*> Profiler::attach_thread(std::uint32_t id, std::string name) {
   write_header_once();
   auto t = std::make_unique<ThreadState>(id, std::move(name));
+  t->set_clock_slot(state_->clocks.open(epoch()));
   if (state_->writer) t->set_buffer(state_->writer->make_buffer(trace::kThreadStreamBase + id));
   ThreadState* raw = t.get();
   {
@@ -375,6 +466,7 @@ void Profiler::detach_thread(ThreadState& thread) {
       protocol_error("detach_thread", 0, "not a ThreadState attached to this profiler (detached twice?)");
       return;
     }
+    st.clocks.close(thread.clock_slot());
     if (st.checker) st.checker->detach(thread);
     id = thread.id();
     if (EventBuffer* b = thread.buffer()) b->flush();
@@ -403,23 +495,14 @@ void Profiler::write_thread_end(std::uint32_t id) {
   st.control->flush();
 }
 
+
 std::uint32_t Profiler::intern_pair(ThreadState& thread, std::uint32_t site, std::uint32_t type) {
+  // The cache is the thread's own, so its key need not name the thread's clock.
   const std::uint64_t key = (std::uint64_t{site} << 32) | type;
   internal::PairCache& cache = thread.pair_cache();
   const std::size_t cache_slot = internal::PairCache::slot(key);
   if (cache.keys[cache_slot] == key && key != internal::PairCache::kEmpty) return cache.pairs[cache_slot];
-  std::uint32_t pair;
-  tbb::concurrent_hash_map<std::uint64_t, std::uint32_t>::const_accessor found;
-  if (state_->pair_index.find(found, key)) {
-    pair = found->second;
-  } else {
-    found.release();
-    tbb::concurrent_hash_map<std::uint64_t, std::uint32_t>::accessor slot;
-    if (state_->pair_index.insert(slot, key)) {
-      slot->second = static_cast<std::uint32_t>(state_->pairs.push_back({site, type}) - state_->pairs.begin());
-    }
-    pair = slot->second;
-  }
+  const std::uint32_t pair = intern(*state_, internal::PairKey{site, type, thread.clock_slot()});
   cache.keys[cache_slot] = key;
   cache.pairs[cache_slot] = pair;
   return pair;
@@ -518,11 +601,15 @@ Status Profiler::gc_begin(GcKind kind) {
       t->pending_tracked().clear();
       resizes.insert(resizes.end(), t->pending_resizes().begin(), t->pending_resizes().end());
       t->pending_resizes().clear();
-      bytes += t->allocated_bytes.load(std::memory_order_relaxed);
+      const std::uint64_t own = t->allocated_bytes.load(std::memory_order_relaxed);
+      bytes += own;
+      st.clocks.record(t->clock_slot(), e, own);
       t->reset_cache();
     }
     st.objects_tracked.fetch_add(st.tracker.resize(resizes), std::memory_order_relaxed);
     resizes.clear();
+    st.clocks.record_program(e, bytes);
+    rebind_detached_owners(st);
   }
   st.tracker.build_filter();
   st.bytes_at_gc = bytes;
@@ -656,17 +743,18 @@ Status Profiler::gc_end() {
   st.tracker.apply(moves, ranges, frees);
   if (st.checker) st.checker->gc_end();
 
-  std::vector<std::pair<Address, internal::TrackedRecord*>> fresh;
   // This cycle proves its survivors reachable only if it examined the whole heap.
   if (st.gc_kind != GcKind::kMinor) st.full_gc_after = std::uint64_t{e} + 1;
-  st.tracker.for_each_stale(e, options_.stale_after_epochs, st.full_gc_after, [&](Address a, internal::TrackedRecord& r) {
-    if (!(r.size_flags & internal::StaleTracker::kReported)) {
-      r.size_flags |= internal::StaleTracker::kReported;
-      fresh.emplace_back(a, &r);
-    }
-  });
-  // Reported in address order (the tracker's tables are unordered).
-  std::sort(fresh.begin(), fresh.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  collect_stale(st, options_, e, true);
+  std::vector<internal::StaleObject> fresh;
+  for (const internal::StaleObject& o : st.stale)
+    if (o.is_new) fresh.push_back(o);
+  std::vector<LeakGroup> groups;
+  if (!fresh.empty()) {
+    groups = internal::group_stale(st.stale, e, st.detections, true);
+    std::erase_if(groups, [](const LeakGroup& g) { return g.new_objects == 0; });
+    internal::rank_objects(fresh);
+  }
   {
     std::shared_lock<std::shared_mutex> lock(st.threads_mutex);
     for (const auto& t : st.threads) t->reset_cache();
@@ -674,11 +762,11 @@ Status Profiler::gc_end() {
   {
     std::lock_guard<std::mutex> lock(st.control_mutex);
     if (st.control) {
-      for (auto [a, r] : fresh) {
+      for (const internal::StaleObject& o : fresh) {
         std::uint8_t* p = st.control->begin_record(1 + 24);
         p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kStale));
-        p = EventBuffer::put_u64(p, a);
-        p = EventBuffer::put_u64(p, r->last_access);
+        p = EventBuffer::put_u64(p, o.addr);
+        p = EventBuffer::put_u64(p, e - o.idle_epochs);
         EventBuffer::put_u64(p, e);
       }
       std::uint8_t* p = st.control->begin_record(1 + 16);
@@ -698,11 +786,14 @@ Status Profiler::gc_end() {
   epoch_.store(e + 1, std::memory_order_release);
   in_gc_.store(false, std::memory_order_release);
   // Callbacks run last, outside every lock, so they may call back into the profiler.
-  for (auto [a, r] : fresh) {
-    ++st.leaks_reported;
-    const LeakReport rep = make_report(st, a, *r, e);
-    if (options_.on_leak) options_.on_leak(rep);
-  }
+  st.leaks_reported += fresh.size();
+  if (options_.on_leak_group)
+    for (LeakGroup& g : groups) {
+      name_group(st, g);
+      options_.on_leak_group(g);
+    }
+  if (options_.on_leak)
+    for (const internal::StaleObject& o : fresh) options_.on_leak(make_report(st, o, e));
   return {};
 }
 
@@ -759,6 +850,7 @@ ProfilerStats Profiler::stats() const {
   s.tracked_live = st.tracker.live();
   s.tracker_bytes = st.tracker.bytes();
   s.leaks_reported = st.leaks_reported;
+  s.stale_bytes_threshold = st.stale_bytes;
   {
     std::lock_guard<std::mutex> lock(st.protocol_mutex);
     s.protocol_errors = st.protocol_errors;
@@ -780,14 +872,20 @@ std::vector<LeakReport> Profiler::possible_leaks() const {
   const auto e = static_cast<std::uint32_t>(epoch());
   // The current epoch has not ended; staleness is judged at the last completed one.
   if (e == 0) return out;
-  st.tracker.for_each_stale(e - 1, options_.stale_after_epochs, st.full_gc_after, [&](Address a, internal::TrackedRecord& r) {
-    out.push_back(make_report(st, a, r, e - 1));
-  });
-  // Largest first; ties by address, so the order does not depend on the tracker's layout.
-  std::sort(out.begin(), out.end(), [](const LeakReport& a, const LeakReport& b) {
-    return a.size != b.size ? a.size > b.size : a.addr < b.addr;
-  });
+  collect_stale(st, options_, e - 1, false);
+  internal::rank_objects(st.stale);
+  for (const internal::StaleObject& o : st.stale) out.push_back(make_report(st, o, e - 1));
   return out;
+}
+
+std::vector<LeakGroup> Profiler::possible_leak_groups() const {
+  ProfilerState& st = *state_;
+  const auto e = static_cast<std::uint32_t>(epoch());
+  if (e == 0) return {};
+  collect_stale(st, options_, e - 1, false);
+  std::vector<LeakGroup> groups = internal::group_stale(st.stale, e - 1, st.detections, false);
+  for (LeakGroup& g : groups) name_group(st, g);
+  return groups;
 }
 
 }  // namespace objprof

@@ -20,7 +20,7 @@ namespace objprof::internal {
 
 struct TrackedRecord {
   std::uint32_t granule;      // offset in its space, in granules
-  std::uint32_t site_type;    // interned (site, type) pair
+  std::uint32_t site_type;    // interned (site, type, owner clock)
   std::uint32_t size_flags;   // size in granules (31 bits) | reported flag (bit 31)
   std::uint32_t last_access;  // last epoch with an access (birth counts as one)
 };
@@ -95,12 +95,23 @@ class StaleTracker {
   // Calls fn(addr, record&) for every record that is stale at `epoch` with threshold k and
   // that a full collection has seen alive since its last access: `full_after` is one past
   // the epoch of the latest full (not minor) GC, 0 if none yet.
-  template <class Fn>
-  void for_each_stale(std::uint32_t epoch, std::uint32_t k, std::uint64_t full_after, Fn&& fn) {
+  // `progressed(record)` adds the second condition (its owner's progress since the last access,
+  // ProgressClocks); it is asked only about records that meet the first ones.
+  template <class Progressed, class Fn>
+  void for_each_stale(std::uint32_t epoch, std::uint32_t k, std::uint64_t full_after, Progressed&& progressed, Fn&& fn) {
     for (std::size_t s = 0; s < tables_.size(); ++s)
       for (TrackedRecord& r : tables_[s])
-        if (epoch - r.last_access >= k && epoch >= r.last_access && full_after > r.last_access)
+        if (epoch - r.last_access >= k && epoch >= r.last_access && full_after > r.last_access && progressed(r))
           fn(spaces_[s].address_of(r.granule), r);
+  }
+
+  // site_type = map(site_type) for every record (a detached thread's objects go to the program's
+  // clock: ProgressClocks).
+  template <class Map>
+  void rebind(Map&& map) {
+    for (auto& t : tables_)
+      for (TrackedRecord& r : t)
+        if (r.site_type != kDead) r.site_type = map(r.site_type);
   }
 
   std::uint64_t live() const noexcept;

@@ -4,7 +4,12 @@
 // barrier (barrier.h) in its interpreter and compiled code, and calls the hooks below from its
 // allocator and collector. The profiler writes a crash-safe trace (trace_format.h) and finds
 // stale objects online: a tracked object (size >= min_tracked_size) that no barrier touched
-// for stale_after_epochs consecutive GC epochs is reported once as a possible leak.
+// for stale_after_epochs consecutive GC epochs (GC_K) *and* while its owner, the thread that
+// allocated it, allocated stale_after_bytes is reported once as a possible leak. The second
+// condition keeps GC frequency and scheduling out of the verdict: a GC storm (many GCs, little
+// allocation) ages nothing much, and a thread that made no progress (not scheduled, waiting)
+// does not see its working set aged by the others' GCs. A detached thread's objects age on the
+// program's clock (every thread's bytes). Reports are grouped by (site, type) (LeakGroup).
 //
 // Threading and collector contract:
 // - attach_thread / detach_thread / on_alloc / on_resize: from mutator threads, concurrently.
@@ -53,6 +58,7 @@
 #include "objprof/access_bitmap.h"
 #include "objprof/barrier.h"
 #include "objprof/heap_space.h"
+#include "objprof/leak_group.h"
 #include "objprof/result.h"
 #include "objprof/thread_state.h"
 #include "objprof/trace_format.h"
@@ -99,6 +105,7 @@ struct LeakReport {
   std::uint32_t bytecode_offset = 0;
   std::uint64_t last_access_epoch = 0;
   std::uint64_t epoch = 0;  // the epoch whose end detected it
+  std::uint64_t idle_bytes = 0;  // its owner thread's bytes allocated since the last access
 };
 
 // "objprof: possible leak: ..." — the default callback's line.
@@ -120,6 +127,14 @@ bool check_hooks_from_environment() noexcept;
 struct ProfilerOptions {
   // GC_K: epochs without an access before a tracked object is reported.
   std::uint32_t stale_after_epochs = 4;
+  // The second condition: bytes the object's owner thread allocated since its last access
+  // (counted from the end of that access's epoch). 0: GC_K alone. kAutoStaleBytes: as much as
+  // the owner allocated in its busiest epoch so far (the program's busiest epoch for a detached
+  // thread's objects). K ordinary epochs exceed that; a storm of short epochs (a heap that
+  // collects far more often than usual) or a thread that made no progress does not. A thread
+  // that allocated a lot in one epoch early on (loading) has its objects judged by that.
+  static constexpr std::uint64_t kAutoStaleBytes = ~std::uint64_t{0};
+  std::uint64_t stale_after_bytes = kAutoStaleBytes;
   // Objects at least this large are tracked for staleness (seed 001: leaks worth finding are
   // large objects; every object is still recorded in the trace and marked by the barrier).
   std::uint64_t min_tracked_size = 256;
@@ -127,9 +142,13 @@ struct ProfilerOptions {
   std::unique_ptr<ChunkSink> trace_sink;
   std::string trace_path;
   std::size_t chunk_payload = trace::kDefaultChunkPayload;
-  // Called once per newly stale object, on the collector thread inside gc_end. Default: one
-  // line (format_leak) on stderr. Set to an empty function to print nothing.
+  // Called at gc_end, on the collector thread, once per (site, type) group that has newly stale
+  // objects, highest score first, with the group's state at that GC (every stale object of it,
+  // LeakGroup::new_objects of them new).
+  std::function<void(const LeakGroup&)> on_leak_group;
+  // Called once per newly stale object (the per-object view), after on_leak_group.
   std::function<void(const LeakReport&)> on_leak;
+  // With neither callback set: one line per group (format_leak_group) on stderr.
   bool default_leak_printer = true;
   // Debug checks of the hook protocol against a shadow of every live object (16 bytes per
   // object and a merge per GC: meant for tests and for debugging an embedding).
@@ -147,6 +166,8 @@ struct ProfilerStats {
   std::uint64_t objects_tracked = 0;     // ever tracked (size >= threshold, in a space)
   std::uint64_t tracked_live = 0;        // tracked and not yet freed
   std::uint64_t leaks_reported = 0;
+  std::uint64_t stale_bytes_threshold = 0;  // the second condition's bytes at the latest check
+                                            // (automatic: the program's busiest epoch)
   std::uint64_t barriers_executed = 0;   // counters: only with a counting barrier policy
   std::uint64_t barrier_cache_hits = 0;
   std::uint64_t bitmap_marks = 0;
@@ -235,8 +256,11 @@ class Profiler {
   bool in_gc() const noexcept { return in_gc_.load(std::memory_order_acquire); }
   const ProfilerOptions& options() const noexcept { return options_; }
   ProfilerStats stats() const;
-  // Tracked objects that are stale now, largest first.
+  // Tracked objects that are stale now (at the last completed epoch), most stale bytes first
+  // (size x idle epochs), then by address.
   std::vector<LeakReport> possible_leaks() const;
+  // The same objects grouped by (site, type), highest score first.
+  std::vector<LeakGroup> possible_leak_groups() const;
   // First trace write error, if any.
   Status trace_status() const;
   // First ProtocolError, if any, as a kProtocol error with its message.
@@ -253,7 +277,6 @@ class Profiler {
   std::uint32_t birth_epoch() const noexcept;
   void write_thread_end(std::uint32_t id);
   void write_header_once();
-  void report(const LeakReport& r);
   bool check_alloc(ThreadState& thread, Address addr, std::uint64_t size);
   // [addr, addr + bytes) inside the only space (false with several spaces or none).
   bool in_the_space(Address addr, std::uint64_t bytes) const noexcept {

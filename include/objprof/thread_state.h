@@ -94,6 +94,9 @@ class alignas(kCacheLine) ThreadState {
   std::vector<internal::PendingTracked>& pending_tracked() noexcept { return pending_tracked_; }
   std::vector<internal::PendingResize>& pending_resizes() noexcept { return pending_resizes_; }
   internal::PairCache& pair_cache() noexcept { return pair_cache_; }
+  // Profiler-private: this thread's progress clock (the stale check's second condition).
+  std::uint32_t clock_slot() const noexcept { return clock_slot_; }
+  void set_clock_slot(std::uint32_t slot) noexcept { clock_slot_ = slot; }
 
  private:
   std::uint32_t id_;
@@ -102,6 +105,7 @@ class alignas(kCacheLine) ThreadState {
   std::vector<internal::PendingTracked> pending_tracked_;
   std::vector<internal::PendingResize> pending_resizes_;
   internal::PairCache pair_cache_;
+  std::uint32_t clock_slot_ = 0;
 };
 
 // Offset of the cache slot for code generators: arm64 `ldr x16, [x19, #offset]` (seed 001

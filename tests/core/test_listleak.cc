@@ -21,6 +21,7 @@ struct Scenario {
   explicit Scenario(std::uint32_t k, Collector collector) : collector_(collector) {
     ProfilerOptions o;
     o.stale_after_epochs = k;
+    o.stale_after_bytes = 0;  // GC_K alone: the epochs here are not a program's progress
     o.min_tracked_size = 512;
     o.default_leak_printer = false;
     o.on_leak = [this](const LeakReport& r) {

@@ -34,6 +34,7 @@ struct ResizeRig {
     ProfilerOptions o;
     o.check_hooks = true;
     o.stale_after_epochs = 2;
+    o.stale_after_bytes = 0;  // GC_K alone: the epochs here are not a program's progress
     o.min_tracked_size = 1024;
     auto s = std::make_unique<MemorySink>();
     sink = s.get();

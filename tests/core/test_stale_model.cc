@@ -42,6 +42,7 @@ void run_model(std::uint64_t seed, std::uint32_t k) {
   std::vector<Report> got;
   ProfilerOptions o;
   o.stale_after_epochs = k;
+  o.stale_after_bytes = 0;  // GC_K alone: the epochs here are not a program's progress
   o.min_tracked_size = kTracked;
   o.default_leak_printer = false;
   o.on_leak = [&](const LeakReport& r) { got.push_back({r.addr, r.epoch, r.last_access_epoch}); };

@@ -34,6 +34,7 @@ struct SweepRig {
     ProfilerOptions o;
     o.check_hooks = true;
     o.stale_after_epochs = 3;
+    o.stale_after_bytes = 0;  // GC_K alone: the epochs here are not a program's progress
     o.min_tracked_size = 256;
     o.chunk_payload = chunk_payload;
     auto s = std::make_unique<MemorySink>();

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   std::vector<LeakReport> leaks;
   ProfilerOptions opt;
   opt.stale_after_epochs = 3;
+  opt.stale_after_bytes = 0;  // GC_K alone: the epochs here are not a program's progress
   opt.min_tracked_size = 1024;
   opt.on_leak = [&](const LeakReport& r) { leaks.push_back(r); };
   auto created = Profiler::create(std::move(opt));

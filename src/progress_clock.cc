@@ -1,0 +1,91 @@
+#include "progress_clock.h"
+
+#include <algorithm>
+
+namespace objprof::internal {
+
+std::uint32_t ProgressClocks::open(std::uint64_t epoch) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::uint32_t slot = 0;
+  if (!free_.empty()) {
+    slot = free_.back();
+    free_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  Slot& s = slots_[slot];
+  s.first_epoch = epoch;
+  s.bytes.clear();  // keeps its capacity for the next thread
+  s.busiest = 0;
+  s.in_use = true;
+  s.closed = false;
+  return slot;
+}
+
+void ProgressClocks::close(std::uint32_t slot) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (slot == kProgram || slot >= slots_.size()) return;
+  slots_[slot].closed = true;
+  any_closed_ = true;
+}
+
+void ProgressClocks::record_program(std::uint64_t epoch, std::uint64_t bytes) { record(kProgram, epoch, bytes); }
+
+void ProgressClocks::record(std::uint32_t slot, std::uint64_t epoch, std::uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Slot& s = slots_[slot];
+  if (epoch < s.first_epoch) return;
+  // One value per gc_begin; a thread attached in the middle of an epoch gets its first at the
+  // next one, and the epochs before carry that first value back (nothing earlier was its own).
+  const std::uint64_t i = epoch - s.first_epoch;
+  if (s.bytes.size() <= i) s.bytes.resize(i + 1, s.bytes.empty() ? 0 : s.bytes.back());
+  s.bytes[i] = bytes;
+  const std::uint64_t before = i > 0 ? s.bytes[i - 1] : 0;
+  if (bytes > before) s.busiest = std::max(s.busiest, bytes - before);
+}
+
+bool ProgressClocks::any_closed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return any_closed_;
+}
+
+bool ProgressClocks::is_closed(std::uint32_t slot) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return slot < slots_.size() && slots_[slot].closed;
+}
+
+void ProgressClocks::release_closed() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (std::uint32_t i = 1; i < slots_.size(); ++i) {
+    Slot& s = slots_[i];
+    if (!s.closed) continue;
+    s.closed = s.in_use = false;
+    free_.push_back(i);
+  }
+  any_closed_ = false;
+}
+
+std::size_t ProgressClocks::slots_in_use() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return slots_.size() - free_.size();
+}
+
+std::uint64_t ProgressClocks::value(const Slot& s, std::uint64_t epoch) {
+  if (s.bytes.empty() || epoch < s.first_epoch) return 0;  // before the thread allocated anything here
+  const std::uint64_t i = epoch - s.first_epoch;
+  return i < s.bytes.size() ? s.bytes[i] : s.bytes.back();
+}
+
+std::uint64_t ProgressClocks::View::busiest_epoch(std::uint32_t slot) const {
+  return slot < c_->slots_.size() ? c_->slots_[slot].busiest : 0;
+}
+
+std::uint64_t ProgressClocks::View::progress(std::uint32_t slot, std::uint64_t from, std::uint64_t to) const {
+  if (to <= from || slot >= c_->slots_.size()) return 0;
+  const Slot& s = c_->slots_[slot];
+  const std::uint64_t a = value(s, from), b = value(s, to);
+  return b > a ? b - a : 0;
+}
+
+}  // namespace objprof::internal
