@@ -55,6 +55,11 @@ objprof::Result<Options> options_from_environment() {
     if (!b.ok()) return objprof::make_error(objprof::ErrorCode::kInvalidArgument, "OBJPROF_LUA_MIN_SIZE: " + b.error().message);
     o.min_size = *b;
   }
+  if (const char* v = env("OBJPROF_LUA_STALE_BYTES"); v && std::string(v) != "auto") {
+    auto b = parse_bytes(v);
+    if (!b.ok()) return objprof::make_error(objprof::ErrorCode::kInvalidArgument, "OBJPROF_LUA_STALE_BYTES: " + b.error().message);
+    o.stale_bytes = *b;
+  }
   if (const char* v = env("OBJPROF_LUA_TRACE")) o.trace_path = v;
   if (const char* v = env("OBJPROF_LUA_GC")) {
     const std::string g = v;

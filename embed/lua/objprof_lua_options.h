@@ -14,6 +14,9 @@ enum class GcMode { kLuaDefault, kIncremental, kGenerational };
 struct Options {
   std::uint32_t stale_after = 4;            // OBJPROF_LUA_STALE_AFTER: GC_K
   std::uint64_t min_size = 256;             // OBJPROF_LUA_MIN_SIZE: bytes (footprint) to track
+  // OBJPROF_LUA_STALE_BYTES: and idle while the program allocated this much ("auto": its
+  // busiest epoch; 0: GC_K alone). ProfilerOptions::stale_after_bytes.
+  std::uint64_t stale_bytes = ~std::uint64_t{0};
   std::string trace_path;                   // OBJPROF_LUA_TRACE: write the trace there
   GcMode gc = GcMode::kLuaDefault;          // OBJPROF_LUA_GC: incremental | generational
   std::uint64_t heap_bytes = std::uint64_t{1} << 30;  // OBJPROF_LUA_HEAP: the region (K/M/G suffixes)

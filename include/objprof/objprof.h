@@ -5,6 +5,7 @@
 #include "objprof/barrier.h"
 #include "objprof/barrier_descriptor.h"
 #include "objprof/heap_space.h"
+#include "objprof/leak_group.h"
 #include "objprof/profiler.h"
 #include "objprof/result.h"
 #include "objprof/thread_state.h"

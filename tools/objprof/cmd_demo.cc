@@ -3,6 +3,7 @@
 // nodes, one early node that is never touched again, a semi-space style collector that moves
 // every survivor at each GC, and the access barrier on every node visit.
 #include "command.h"
+#include "leak_output.h"
 
 #include <objprof/objprof.h>
 
@@ -32,7 +33,8 @@ int run_demo(const DemoOptions& opt) {
   }
   // Two semi-spaces in one profiled space, 8-byte aligned.
   // Page-rounded: aligned_alloc wants a size that is a multiple of the alignment.
-  const std::size_t half = (std::size_t{opt.nodes} * (opt.node_size + 64) + 2 * 4096) & ~std::size_t{4095};
+  // Room for the list and one epoch of boxes (half the list's bytes).
+  const std::size_t half = (std::size_t{opt.nodes} * (opt.node_size + opt.node_size / 2 + 64) + 2 * 4096) & ~std::size_t{4095};
   std::unique_ptr<std::byte, void (*)(void*)> heap(static_cast<std::byte*>(std::aligned_alloc(4096, 2 * half + 4096)), &std::free);
   const Address base = reinterpret_cast<Address>(heap.get());
   auto space = HeapSpace::make(base, base + 2 * half, 8, "semispace");
@@ -44,9 +46,7 @@ int run_demo(const DemoOptions& opt) {
   po.stale_after_epochs = opt.stale_after;
   po.min_tracked_size = opt.min_size;
   po.trace_path = opt.trace;
-  po.on_leak = [&](const LeakReport& r) {
-    fmt::print("  [gc {:>2}] {}\n", r.epoch, format_leak(r));
-  };
+  po.on_leak_group = [&](const LeakGroup& g) { fmt::print("  [gc {:>2}] {}\n", g.epoch, format_leak_group(g)); };
   auto created = Profiler::create(std::move(po));
   if (!created.ok()) return fmt::print(stderr, "objprof demo: {}\n", created.error().message), 1;
   Profiler& prof = **created;
@@ -75,15 +75,18 @@ int run_demo(const DemoOptions& opt) {
     access<CountingBarrier>(main, bd, nodes.back());
   }
   for (std::uint32_t e = 0; e < opt.epochs; ++e) {
-    // The mutator walks the list (every node but the leaked one) and boxes a few values,
-    // which die young.
+    // The mutator walks the list (every node but the leaked one) and boxes values, which die
+    // young: as many bytes per epoch as half the list, so the epochs are a program's progress
+    // (the stale check also wants the node idle while the thread allocated as much as in its
+    // busiest epoch, the first).
     for (int pass = 0; pass < 3; ++pass)
       for (std::uint32_t i = 0; i < opt.nodes; ++i)
         if (i != opt.leaked) {
           access<CountingBarrier>(main, bd, nodes[i]);  // node.value
           access<CountingBarrier>(main, bd, nodes[i]);  // node.next: a repeat, the cache skips it
         }
-    for (int i = 0; i < 32; ++i) access<CountingBarrier>(main, bd, alloc(101, 2, 16));
+    const std::size_t boxes = std::size_t{opt.nodes} * opt.node_size / 32;
+    for (std::size_t i = 0; i < boxes; ++i) access<CountingBarrier>(main, bd, alloc(101, 2, 16));
     // Copying GC: survivors (the list) move to the other semi-space; boxes die.
     if (!prof.gc_begin(GcKind::kCopying).ok()) return 1;
     from ^= 1;
@@ -105,13 +108,7 @@ int run_demo(const DemoOptions& opt) {
              s.barriers_executed ? 100.0 * static_cast<double>(s.barrier_cache_hits) / static_cast<double>(s.barriers_executed) : 0.0,
              s.bitmap_marks);
   if (!opt.trace.empty()) fmt::print("trace: {} ({} bytes, {} chunks)\n", opt.trace, s.trace_bytes, s.trace_chunks);
-  const auto leaks = prof.possible_leaks();
-  fmt::print("\nleak report ({} possible leak{}, largest first):\n", leaks.size(), leaks.size() == 1 ? "" : "s");
-  for (std::size_t i = 0; i < leaks.size(); ++i) {
-    const auto& l = leaks[i];
-    fmt::print("  #{} {} bytes  {}  allocated at {} (bci {}, site {})  last access epoch {}, stale for {} GCs\n", i + 1,
-               l.size, l.type_name, l.method, l.bytecode_offset, l.site_id, l.last_access_epoch, l.epoch - l.last_access_epoch);
-  }
+  fmt::print("\n{}", format_leak_groups(prof.possible_leak_groups(), 20));
   return 0;
 }
 

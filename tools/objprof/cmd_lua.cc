@@ -24,6 +24,7 @@ namespace {
 struct LuaOptions {
   std::uint32_t stale_after = 4;
   std::string min_size = "256";
+  std::string stale_bytes = "auto";
   std::string trace;
   std::string gc;  // "": Lua's standalone default (generational)
   std::string heap = "1G";
@@ -51,12 +52,15 @@ int run_lua(const LuaOptions& o) {
     auto v = sim::parse_size(text);
     if (!v.ok()) return fail(fmt::format("{}: {}", name, v.error().message));
   }
+  if (o.stale_bytes != "auto")
+    if (auto v = sim::parse_size(o.stale_bytes); !v.ok()) return fail("--stale-bytes: " + v.error().message);
   const std::string lua = interpreter_path();
   if (::access(lua.c_str(), X_OK) != 0)
     return fail(fmt::format("{} is not there ({}): build with OBJPROF_BUILD_LUA=ON after scripts/setup.sh has fetched Lua",
                             lua, std::strerror(errno)));
   ::setenv("OBJPROF_LUA_STALE_AFTER", std::to_string(o.stale_after).c_str(), 1);
   ::setenv("OBJPROF_LUA_MIN_SIZE", o.min_size.c_str(), 1);
+  ::setenv("OBJPROF_LUA_STALE_BYTES", o.stale_bytes.c_str(), 1);
   ::setenv("OBJPROF_LUA_HEAP", o.heap.c_str(), 1);
   ::setenv("OBJPROF_LUA_REPORT", o.no_report ? "0" : "1", 1);
   if (!o.trace.empty()) ::setenv("OBJPROF_LUA_TRACE", o.trace.c_str(), 1);
@@ -80,6 +84,9 @@ const RegisterCommand kLua([](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--stale-after", opt->stale_after, "GCs without an access before an object is a possible leak (GC_K)")
       ->capture_default_str();
   cmd->add_option("--min-size", opt->min_size, "smallest footprint tracked online, bytes (K/M/G suffixes)")
+      ->capture_default_str();
+  cmd->add_option("--stale-bytes", opt->stale_bytes,
+                  "and idle while the program allocated this much (K/M/G; 0: GC_K alone; auto: its busiest epoch)")
       ->capture_default_str();
   cmd->add_option("--trace", opt->trace, "write the binary trace to FILE (objprof report/replay/export read it)");
   cmd->add_option("--gc", opt->gc, "Lua's collector: incremental or generational (default: generational, as lua5.4)")

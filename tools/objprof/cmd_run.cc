@@ -1,6 +1,7 @@
 // `objprof run WORKLOAD`: runs an IR workload (sim/workloads/NAME.ir) on the simulated runtime
 // with the profiler attached, prints progress at GCs and a summary with the online leak report.
 #include "command.h"
+#include "leak_output.h"
 
 #include <objprof/objprof.h>
 
@@ -12,6 +13,7 @@
 #include <fmt/core.h>
 
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -27,6 +29,9 @@ struct RunOptions {
   std::string barrier = "cache-racy";
   std::uint32_t stale_after = 4;
   std::uint64_t min_size = 256;
+  std::string stale_bytes = "auto";
+  std::string leak_view = "groups";
+  std::string leaks_json;
   std::string trace;
   std::uint32_t threads = 1;
   std::uint64_t size = 0;  // 0: the workload's `; @size` default, else 1000
@@ -82,10 +87,17 @@ int run(const RunOptions& o) {
 
   ProfilerOptions po;
   po.stale_after_epochs = o.stale_after;
+  if (o.stale_bytes != "auto") {
+    auto b = sim::parse_size(o.stale_bytes);
+    if (!b.ok()) return fail("--stale-bytes: " + b.error().message);
+    po.stale_after_bytes = *b;
+  }
+  if (o.leak_view != "groups" && o.leak_view != "objects")
+    return fail("--leak-view must be groups or objects, not '" + o.leak_view + "'");
   po.min_tracked_size = o.min_size;
   po.trace_path = o.trace;
-  po.on_leak = [&](const LeakReport& r) {
-    if (!o.quiet) fmt::print("  [gc {:>3}] {}\n", r.epoch + 1, format_leak(r));
+  po.on_leak_group = [&](const LeakGroup& g) {
+    if (!o.quiet) fmt::print("  [gc {:>3}] {}\n", g.epoch + 1, format_leak_group(g));
   };
   auto created = Profiler::create(std::move(po));
   if (!created.ok()) return fail(created.error().message);
@@ -142,15 +154,15 @@ int run(const RunOptions& o) {
   fmt::print("  barriers: {} executed, {} cache hits ({:.1f}%), {} bits set; {} granules harvested\n", s.barriers_executed,
              s.barrier_cache_hits, pct, s.bitmap_marks, s.bits_harvested);
   if (!o.trace.empty()) fmt::print("  trace: {} ({} bytes, {} chunks)\n", o.trace, s.trace_bytes, s.trace_chunks);
-  const auto leaks = prof.possible_leaks();
-  fmt::print("\nleak report ({} possible leak{}, largest first):\n", leaks.size(), leaks.size() == 1 ? "" : "s");
-  for (std::size_t i = 0; i < leaks.size() && i < 20; ++i) {
-    const auto& l = leaks[i];
-    fmt::print("  #{} {} bytes  {}  allocated at {} bci {} (site {}), last access epoch {}, stale for {} GCs\n", i + 1,
-               l.size, l.type_name, l.method, l.bytecode_offset, l.site_id, l.last_access_epoch,
-               l.epoch - l.last_access_epoch);
+  fmt::print("\n");
+  if (o.leak_view == "objects") fmt::print("{}", format_leak_objects(prof.possible_leaks(), 20));
+  const std::vector<LeakGroup> groups = prof.possible_leak_groups();
+  if (o.leak_view == "groups") fmt::print("{}", format_leak_groups(groups, 20));
+  if (!o.leaks_json.empty()) {
+    std::ofstream out(o.leaks_json);
+    out << leak_groups_json(groups, prof.options(), prof.stats()).dump(2) << '\n';
+    if (!out.flush()) return fail("cannot write " + o.leaks_json);
   }
-  if (leaks.size() > 20) fmt::print("  ... {} more\n", leaks.size() - 20);
   return 0;
 }
 
@@ -164,6 +176,10 @@ const RegisterCommand kRun([](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--barrier", opt->barrier, "cache-racy, cache-atomic, nocache-racy or nocache-atomic");
   cmd->add_option("--stale-after", opt->stale_after, "GC_K: epochs without access before a report")->check(CLI::Range(1u, 1000000u));
   cmd->add_option("--min-size", opt->min_size, "track objects of at least this many bytes");
+  cmd->add_option("--stale-bytes", opt->stale_bytes,
+                  "and idle while its thread allocated this much (e.g. 64K; 0: GC_K alone; auto: the thread's busiest epoch)");
+  cmd->add_option("--leak-view", opt->leak_view, "the final report: groups (one per site and type) or objects");
+  cmd->add_option("--leaks-json", opt->leaks_json, "also write the final grouped report as JSON to this file");
   cmd->add_option("--trace", opt->trace, "write the binary trace to this file");
   cmd->add_option("--threads", opt->threads, "mutator threads (each runs main)")->check(CLI::Range(1u, 256u));
   cmd->add_option("--size", opt->size, "workload size parameter (default: the workload's)");
