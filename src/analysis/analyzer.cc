@@ -29,6 +29,25 @@ std::string site_label(const Site& s) {
 
 namespace {
 
+// The staleness rule's per-clock thresholds and the latest full GC, over the epochs whose
+// access bits exist (before end_epoch).
+void busiest_epochs(TraceAnalysis& a) {
+  const std::uint32_t judged_end = std::min<std::uint32_t>(a.end_epoch, static_cast<std::uint32_t>(a.gcs.size()));
+  for (std::uint32_t e = 0; e < judged_end; ++e) {
+    const std::uint64_t before = e > 0 ? a.gc_clock(e - 1) : 0;
+    if (a.gc_clock(e) > before) a.busiest_epoch_bytes = std::max(a.busiest_epoch_bytes, a.gc_clock(e) - before);
+    if (a.gcs[e].kind != trace::GcKind::kMinor) a.last_full_gc = e;
+  }
+  for (Thread& th : a.threads) {
+    std::uint64_t before = 0;
+    for (const auto& [epoch, bytes] : th.progress) {
+      if (epoch >= a.end_epoch) break;
+      th.busiest_epoch_bytes = std::max(th.busiest_epoch_bytes, bytes - before);
+      before = bytes;
+    }
+  }
+}
+
 // Completes the analysis once both halves are done.
 Result<TraceAnalysis> conclude(TraceAnalysis& a, internal::Front& front, internal::Back& back, const trace::ReadSummary& summary,
                                std::size_t batches) {
@@ -42,6 +61,7 @@ Result<TraceAnalysis> conclude(TraceAnalysis& a, internal::Front& front, interna
     a.warnings.push_back(fmt::format("the end record says epoch {} but the trace has {} GCs", a.end_epoch, back.epoch()));
     a.end_epoch = back.epoch();
   }
+  busiest_epochs(a);
   a.truncated = summary.truncated;
   if (!summary.warning.empty()) a.warnings.insert(a.warnings.begin(), summary.warning);
   a.stats.chunks = summary.chunks;

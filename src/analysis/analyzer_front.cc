@@ -100,6 +100,13 @@ void Front::thread_end(std::uint32_t thread) {
   th.end_bytes = clock_;
 }
 
+void Front::add_progress(Thread& th, std::uint32_t epoch, std::uint64_t bytes) {
+  auto& p = th.progress;
+  // A thread's chunks come in epoch order; an earlier epoch (not written by objprof) joins the latest.
+  if (p.empty() || p.back().first < epoch) p.push_back({epoch, p.empty() ? bytes : p.back().second + bytes});
+  else p.back().second += bytes;
+}
+
 void Front::alloc(const trace::AllocEvent& e) {
   ++a_.stats.allocs;
   clock_ = std::max(clock_, e.bytes_clock + e.size);
@@ -113,8 +120,9 @@ void Front::alloc(const trace::AllocEvent& e) {
     ++a_.stats.allocs_during_gc;
     flags = kBornDuringGc;
   }
-  const ObjectId id = a_.objects.add(context(e.site, e.type, e.thread), e.size, e.addr, static_cast<std::uint32_t>(e.epoch),
-                                     e.bytes_clock, flags);
+  const std::uint32_t ctx = context(e.site, e.type, e.thread);
+  add_progress(a_.threads[a_.contexts[ctx].thread], static_cast<std::uint32_t>(e.epoch), e.size);
+  const ObjectId id = a_.objects.add(ctx, e.size, e.addr, static_cast<std::uint32_t>(e.epoch), e.bytes_clock, flags);
   a_.total_bytes += e.size;
   Event& ev = emit(Event::kPlace);
   ev.id = id;

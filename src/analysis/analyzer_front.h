@@ -54,6 +54,7 @@ class Front final : public trace::Visitor {
   std::uint32_t type_idx(std::uint32_t id);
   std::uint32_t thread_idx(std::uint32_t id);
   std::uint32_t context(std::uint32_t site, std::uint32_t type, std::uint32_t thread);
+  static void add_progress(Thread& th, std::uint32_t epoch, std::uint64_t bytes);
   void advance(std::uint64_t bytes);
 
   struct TripleHash {

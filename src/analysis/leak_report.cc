@@ -21,7 +21,7 @@ bool more_stale(std::uint32_t idle, std::uint64_t size, ObjectId id, std::uint32
 }  // namespace
 
 void LeakReportBuilder::add(ObjectId o, const ObjectMetrics& m) {
-  if (!m.alive || m.idle_epochs < opt_.stale_after) return;
+  if (!is_stale(*a_, m, opt_.rule())) return;
   const std::uint64_t size = m.size;
   if (size < opt_.min_size) return;
   Acc& x = acc_[m.site];

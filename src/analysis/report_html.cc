@@ -110,9 +110,10 @@ std::string render_html(const Report& r) {
   h.out += "</ul>\n</section>\n";
 
   // Leaks.
-  h.f("<section id=\"leaks\">\n<h2>Possible leaks</h2>\n<p>Objects alive at the end and untouched for at least {} GCs, by allocation "
+  h.f("<section id=\"leaks\">\n<h2>Possible leaks</h2>\n<p>Objects alive at the end and untouched for at least {} GCs{}, by allocation "
       "site, ranked by stale byte-epochs (size &times; idle GCs).</p>\n",
-      r.leaks.options.stale_after);
+      r.leaks.options.stale_after,
+      r.leaks.options.stale_after_bytes == 0 ? "" : " while their thread made progress (docs/analyzer.md, Staleness)");
   if (r.leaks.sites.empty()) {
     h.out += "<p>None.</p>\n";
   } else {

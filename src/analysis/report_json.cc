@@ -95,6 +95,8 @@ std::string render_json(const Report& r) {
   j.field("top", static_cast<std::uint64_t>(r.options.top));
   j.field("min_age", r.options.filter.min_age_gcs);
   j.field("stale_after", r.options.leaks.stale_after);
+  if (r.options.leaks.stale_after_bytes == StaleRule::kAutoBytes) j.field("stale_after_bytes", "auto");
+  else j.field("stale_after_bytes", r.options.leaks.stale_after_bytes);
   j.field("min_size", r.options.leaks.min_size);
   j.field("bucket_clock", r.options.buckets.clock == Clock::kGcs ? "gcs" : "bytes");
   j.array("bucket_bounds", r.options.buckets.bounds);

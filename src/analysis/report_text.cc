@@ -42,8 +42,14 @@ void leaks(std::string& out, const Report& r) {
   const TraceAnalysis& a = *r.analysis;
   const LeakReport& l = r.leaks;
   auto o = std::back_inserter(out);
-  fmt::format_to(o, "\nPossible leaks: objects alive at the end, untouched for at least {} GCs{}; sites by stale byte-epochs\n",
-                 l.options.stale_after, l.options.min_size ? fmt::format(", at least {}", human_bytes(l.options.min_size)) : "");
+  const std::string progress = l.options.stale_after_bytes == StaleRule::kAutoBytes
+                                   ? " and while their thread allocated as much as in its busiest epoch"
+                               : l.options.stale_after_bytes == 0
+                                   ? ""
+                                   : fmt::format(" and while their thread allocated {}", human_bytes(l.options.stale_after_bytes));
+  fmt::format_to(o, "\nPossible leaks: objects alive at the end, untouched for at least {} GCs{}{}; sites by stale byte-epochs\n",
+                 l.options.stale_after, progress,
+                 l.options.min_size ? fmt::format(", at least {}", human_bytes(l.options.min_size)) : "");
   if (l.sites.empty()) {
     out += "  none\n";
     return;

@@ -3,11 +3,15 @@
 // allocates nor accesses), allocate random amounts, touch random objects (their own and other
 // threads'), and detach (their objects then age on the program's clock). After every GC the
 // profiler must report exactly the objects the model finds stale: idle for GC_K epochs and for
-// at least as many bytes of their owner's allocation as the owner's busiest epoch.
+// at least as many bytes of their owner's allocation as the owner's busiest epoch. At the end
+// the offline analyzer, reading the run's trace, must find the same objects stale.
 #include "test_support.h"
 
+#include <objprof/analysis/analyzer.h>
+#include <objprof/analysis/staleness.h>
 #include <objprof/barrier.h>
 #include <objprof/profiler.h>
+#include <objprof/trace_sink.h>
 
 #include <algorithm>
 #include <map>
@@ -58,6 +62,9 @@ void run_clock_model(std::uint64_t seed, ModelTally& tally) {
   o.min_tracked_size = kTracked;
   o.default_leak_printer = false;
   o.on_leak = [&](const LeakReport& r) { got.insert({r.addr, r.epoch}); };
+  auto sink = std::make_unique<MemorySink>();
+  MemorySink* trace = sink.get();
+  o.trace_sink = std::move(sink);
   auto prof = std::move(*Profiler::create(std::move(o)));
   REQUIRE(prof->add_space(heap.space()).ok());
   REQUIRE(prof->define_type({1, "Obj", 0, false}).ok());
@@ -145,7 +152,20 @@ void run_clock_model(std::uint64_t seed, ModelTally& tally) {
     REQUIRE(got == want);
     got.clear();
   }
+  std::set<Address> online;
+  for (const LeakReport& r : prof->possible_leaks()) online.insert(r.addr);
   REQUIRE(prof->finish().ok());
+  auto a = analysis::analyze(trace->data());
+  REQUIRE(a.ok());
+  std::set<Address> offline;
+  for (analysis::ObjectId id = 0; id < a->objects.size(); ++id) {
+    const analysis::ObjectMetrics m = analysis::object_metrics(*a, id);
+    if (m.size >= kTracked && analysis::is_stale(*a, m, analysis::StaleRule{kK, analysis::StaleRule::kAutoBytes}))
+      offline.insert(a->objects.last_addr(id));
+  }
+  INFO("seed " << seed << ": online and offline stale sets at the end");
+  CHECK(offline == online);
+  CHECK(!online.empty());
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ namespace {
 
 struct ReportArgs {
   std::string path, format = "text", out, buckets, bucket_clock = "gcs", diff, table = "sites", window, min_size;
+  std::string stale_bytes = "auto";
   std::size_t top = 20;
   std::uint32_t min_age = 0, stale_after = 4;
   std::string cohort;
@@ -41,6 +42,11 @@ int run_report(const ReportArgs& o) {
   ro.top = o.top;
   ro.filter.min_age_gcs = o.min_age;
   ro.leaks.stale_after = o.stale_after;
+  if (o.stale_bytes != "auto") {
+    auto b = parse_byte_size(o.stale_bytes, "--stale-bytes");
+    if (!b.ok()) return fail(b.error().message);
+    ro.leaks.stale_after_bytes = *b;
+  }
   if (!o.min_size.empty()) {
     auto b = parse_byte_size(o.min_size, "--min-size");
     if (!b.ok()) return fail(b.error().message);
@@ -115,6 +121,9 @@ const RegisterCommand kReport([](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--top", o->top, "rows per table (default 20)");
   cmd->add_option("--min-age", o->min_age, "leave out objects that lived fewer than N GCs");
   cmd->add_option("--stale-after", o->stale_after, "leak report: idle GCs before an object counts as stale (default 4)");
+  cmd->add_option("--stale-bytes", o->stale_bytes,
+                  "leak report: and idle while its thread allocated this much (e.g. 64K; 0: GC_K alone; default auto: "
+                  "the thread's busiest epoch)");
   cmd->add_option("--min-size", o->min_size, "leak report: leave out smaller objects (e.g. 1K)");
   cmd->add_option("--buckets", o->buckets, "lifetime bucket bounds, e.g. 0,1,2,4,8 (GCs) or 0,64K,1M (bytes)");
   cmd->add_option("--bucket-clock", o->bucket_clock, "gcs (default) or bytes");

@@ -1,11 +1,12 @@
-// The leak report, LeakTracer style: objects still alive at the end that nobody touched for
-// at least `stale_after` GC epochs, grouped by allocation site and ranked by stale
-// byte-epochs (sum of size x idle epochs: big and long-forgotten first), with counts, bytes and
+// The leak report, LeakTracer style: objects still alive at the end that are stale by the
+// online profiler's rule (staleness.h: idle for `stale_after` GC epochs, a full GC since, and
+// their thread's progress), grouped by allocation site and ranked by stale byte-epochs (sum of size x idle epochs: big and long-forgotten first), with counts, bytes and
 // the chain of each site's most stale object (the one to look at first).
 #pragma once
 
 #include "objprof/analysis/chain_store.h"
 #include "objprof/analysis/object_metrics.h"
+#include "objprof/analysis/staleness.h"
 #include "objprof/analysis/trace_analysis.h"
 
 #include <cstdint>
@@ -16,6 +17,10 @@ namespace objprof::analysis {
 struct LeakOptions {
   std::uint32_t stale_after = 4;  // GC_K: idle epochs before an object counts as stale
   std::uint64_t min_size = 0;     // smaller objects are left out
+  // And its owner thread's bytes allocated since (StaleRule::kAutoBytes: its busiest epoch;
+  // 0: GC_K alone).
+  std::uint64_t stale_after_bytes = StaleRule::kAutoBytes;
+  StaleRule rule() const noexcept { return {stale_after, stale_after_bytes}; }
 };
 
 struct LeakSite {

@@ -9,9 +9,12 @@
 #include "objprof/analysis/chain_store.h"
 #include "objprof/trace_reader.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace objprof::analysis {
@@ -40,6 +43,16 @@ struct Thread {
   std::uint64_t attach_bytes = 0;
   std::uint32_t end_epoch = kNoEpoch;   // epoch of its thread-end record; kNoEpoch: still running
   std::uint64_t end_bytes = 0;
+  // Its progress clock (staleness.h): (epoch, bytes it allocated by the end of that epoch) for
+  // each epoch in which it allocated, and the most it allocated in one epoch before the last.
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> progress;
+  std::uint64_t busiest_epoch_bytes = 0;
+  // Bytes it allocated by the end of `epoch`.
+  std::uint64_t bytes_by(std::uint32_t epoch) const noexcept {
+    auto it = std::upper_bound(progress.begin(), progress.end(), epoch,
+                               [](std::uint32_t e, const std::pair<std::uint32_t, std::uint64_t>& p) { return e < p.first; });
+    return it == progress.begin() ? 0 : std::prev(it)->second;
+  }
 };
 
 // Interned (site, type, thread) of an allocation: objects store one 4-byte index.
@@ -99,6 +112,10 @@ struct TraceAnalysis {
   std::uint64_t live_objects = 0, live_bytes = 0;  // at the end
   std::uint64_t total_bytes = 0;                   // allocated, sum of object sizes
   std::uint64_t peak_memory_bytes = 0;             // the analyzer's own data at its peak
+  // For the staleness rule (staleness.h), over the epochs before end_epoch: the program's most
+  // bytes allocated in one epoch, and the latest full (not minor) GC (kNoEpoch: none).
+  std::uint64_t busiest_epoch_bytes = 0;
+  std::uint32_t last_full_gc = kNoEpoch;
 
   std::unordered_map<std::uint32_t, std::uint32_t> site_index, type_index, thread_index;  // id -> index
 
