@@ -223,10 +223,14 @@ std::uint64_t footprint(GCObject* o) {
   }
 }
 
-Vm* vm_of_state(lua_State* L) noexcept {
+}  // namespace
+
+Vm* vm_of(lua_State* L) noexcept {
   Vm* vm = G(L)->objprof.vm;
   return vm && !vm->closed ? vm : nullptr;
 }
+
+namespace {
 
 // The metatable's __name of a table or userdata, else its Lua type.
 std::string type_label(lua_State* L, GCObject* o) {
@@ -357,7 +361,6 @@ Vm* create_vm() {
 
 }  // namespace
 
-Vm* vm_of(lua_State* L) noexcept { return vm_of_state(L); }
 bool incremental_forced(const Vm& vm) noexcept { return vm.opt.gc == GcMode::kIncremental; }
 
 Alloc allocator(Alloc) noexcept { return &vm_alloc; }
@@ -376,7 +379,7 @@ void init(GlobalHook& hook, Alloc frealloc, void* ud) noexcept {
 }
 
 void on_newobj(lua_State* L, GCObject* o, std::size_t size) {
-  Vm* vm = vm_of_state(L);
+  Vm* vm = vm_of(L);
   if (!vm) return;
   if (!vm->main) vm->main = G(L)->mainthread;
   const std::uint32_t site = site_of(*vm, L);
@@ -386,7 +389,7 @@ void on_newobj(lua_State* L, GCObject* o, std::size_t size) {
 }
 
 void on_free(lua_State* L, GCObject* o) {
-  Vm* vm = vm_of_state(L);
+  Vm* vm = vm_of(L);
   if (!vm) return;
   const auto addr = reinterpret_cast<Address>(o);
   if (vm->recent[Vm::recent_slot(addr)].addr == addr) vm->recent[Vm::recent_slot(addr)].addr = 0;
@@ -398,7 +401,7 @@ void on_free(lua_State* L, GCObject* o) {
 }
 
 void on_resize(lua_State* L, GCObject* o) {
-  Vm* vm = vm_of_state(L);
+  Vm* vm = vm_of(L);
   if (!vm || o == obj2gco(G(L)->mainthread)) return;  // the main thread is not a heap object
   const auto addr = reinterpret_cast<Address>(o);
   const std::uint64_t bytes = footprint(o);
@@ -411,7 +414,7 @@ void on_resize(lua_State* L, GCObject* o) {
 }
 
 void on_gc_begin(lua_State* L) {
-  Vm* vm = vm_of_state(L);
+  Vm* vm = vm_of(L);
   if (!vm) return;
   if (vm->prof->in_gc()) (void)vm->prof->gc_end();  // never two brackets at once
   const auto kind = G(L)->gckind == KGC_GEN ? objprof::GcKind::kMinor : objprof::GcKind::kConcurrent;
@@ -421,7 +424,7 @@ void on_gc_begin(lua_State* L) {
 }
 
 void on_gc_end(lua_State* L) {
-  Vm* vm = vm_of_state(L);
+  Vm* vm = vm_of(L);
   // The end of a sweep that no atomic() started (a full collection first sweeps everything
   // back to white) closes nothing.
   if (!vm || !vm->prof->in_gc()) return;
@@ -433,7 +436,7 @@ void on_gc_end(lua_State* L) {
 }
 
 void on_close(lua_State* L) {
-  if (Vm* vm = vm_of_state(L)) close_vm(*vm, L);
+  if (Vm* vm = vm_of(L)) close_vm(*vm, L);
 }
 
 }  // namespace objprof_lua
@@ -443,7 +446,7 @@ void on_close(lua_State* L) {
 // objprof-lua's --gc=incremental keeps Lua's incremental collector instead. lua.c passes at
 // most two arguments after `what`.
 extern "C" int objprof_lua_gc(lua_State* L, int what, ...) {
-  objprof_lua::Vm* vm = objprof_lua::vm_of_state(L);
+  objprof_lua::Vm* vm = objprof_lua::vm_of(L);
   if (what == LUA_GCGEN && vm && vm->opt.gc == objprof_lua::GcMode::kIncremental) return lua_gc(L, LUA_GCINC, 0, 0, 0);
   if (what == LUA_GCINC && vm && vm->opt.gc == objprof_lua::GcMode::kGenerational) return lua_gc(L, LUA_GCGEN, 0, 0);
   std::va_list ap;
