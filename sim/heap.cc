@@ -96,6 +96,8 @@ Result<std::unique_ptr<Heap>> Heap::create(const HeapOptions& options, Profiler*
     return make_error(ErrorCode::kInvalidArgument, "heap size above 64 GiB");
   if (options.large_object_threshold < 64)
     return make_error(ErrorCode::kInvalidArgument, "large-object threshold must be at least 64 bytes");
+  if (!(options.compact_free_fraction >= 0))  // also refuses NaN
+    return make_error(ErrorCode::kInvalidArgument, "compact_free_fraction must be at least 0");
   std::unique_ptr<Heap> h(new Heap(options, profiler));
   OBJPROF_RETURN_IF_ERROR(h->init());
   return h;

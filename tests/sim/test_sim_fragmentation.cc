@@ -11,7 +11,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -276,6 +278,17 @@ TEST_CASE("out of memory without compaction when the free bytes could not hold t
     rig.check_nodes(1);
     rig.check_trace();
   }
+}
+
+TEST_CASE("a negative or NaN compact_free_fraction is refused", "[sim][fragmentation]") {
+  HeapOptions ho;
+  ho.gc = GcPolicy::kMarkSweep;
+  ho.compact_free_fraction = -0.5;
+  CHECK_FALSE(Heap::create(ho, nullptr).ok());
+  ho.compact_free_fraction = std::numeric_limits<double>::quiet_NaN();
+  CHECK_FALSE(Heap::create(ho, nullptr).ok());
+  ho.compact_free_fraction = 2;  // compact only after a sweep failed
+  CHECK(Heap::create(ho, nullptr).ok());
 }
 
 }  // namespace objprof::sim
