@@ -7,8 +7,11 @@
 //   the mark bit is claimed with an atomic fetch_or, so each object is scanned exactly once,
 //   and the sweep that follows is sequential, keeping on_free in address order), then sweeps the walkable space: dead
 //   objects become free cells, runs of free cells are coalesced and put on size-segregated
-//   free lists (16-byte classes up to 512 bytes, a size-ordered list above that); a free run
-//   that ends at the bump pointer gives its memory back to the bump region (sweep.cc).
+//   free lists (16-byte classes up to 512 bytes, a size-ordered list above that), which the
+//   allocator uses best fit before the bump region; a free run that ends at the bump pointer
+//   gives its memory back to the bump region (sweep.cc).
+// - When the free memory is there but in gaps too small, the mark-sweep heaps compact
+//   (compact.cc; next_collection decides): a sweep would leave the survivors where they are.
 // - The lazy sweep is the same sweep cut into steps, one per allocation, under the heap mutex
 //   that already serialises allocation: no other lock, and the sweep cannot race the allocator
 //   that reuses what it frees. Mutators running meanwhile touch only live objects, whose headers
@@ -93,6 +96,8 @@ Result<std::unique_ptr<Heap>> Heap::create(const HeapOptions& options, Profiler*
     return make_error(ErrorCode::kInvalidArgument, "heap size above 64 GiB");
   if (options.large_object_threshold < 64)
     return make_error(ErrorCode::kInvalidArgument, "large-object threshold must be at least 64 bytes");
+  if (!(options.compact_free_fraction >= 0))  // also refuses NaN
+    return make_error(ErrorCode::kInvalidArgument, "compact_free_fraction must be at least 0");
   std::unique_ptr<Heap> h(new Heap(options, profiler));
   OBJPROF_RETURN_IF_ERROR(h->init());
   return h;
@@ -189,6 +194,12 @@ Status Heap::collect(Mutator&) {
   return collect_locked(lk);
 }
 
+Status Heap::compact(Mutator&) {
+  std::unique_lock lk(mu_);
+  while (stop_requested_.load()) park_locked(lk);
+  return collect_locked(lk, Collection::kCompact);
+}
+
 Status Heap::finish_sweep(Mutator&) {
   std::unique_lock lk(mu_);
   while (stop_requested_.load()) park_locked(lk);
@@ -200,24 +211,48 @@ bool Heap::sweeping() const {
   return sweeping_;
 }
 
-Status Heap::collect_locked(std::unique_lock<std::mutex>& lk) {
+Status Heap::collect_locked(std::unique_lock<std::mutex>& lk, Collection c) {
   stop_requested_.store(true);
   --running_;
   cv_.wait(lk, [&] { return running_ == 0; });
-  Status st = do_collect();
+  Status st = do_collect(c);
   stop_requested_.store(false);
   ++running_;
   cv_.notify_all();
   return st;
 }
 
-std::string Heap::oom_message(std::uint64_t size, std::uint32_t type) const {
+std::string Heap::oom_message(std::uint64_t size, std::uint32_t type, bool compacted) const {
+  std::string free;
+  if (options_.gc != GcPolicy::kSemiSpace && size < options_.large_object_threshold) {
+    const FreeSpace f = free_space();
+    free = fmt::format("; {} free, the largest gap {}", format_bytes(f.free_bytes), format_bytes(f.largest_gap));
+  }
   return fmt::format(
       "out of memory: the {} heap of {} ({} bytes; {} for large objects) cannot fit a {}-byte {} even after "
-      "a full GC ({} live after the last GC); run with a larger --heap",
+      "a full GC{} ({} live after the last GC{}); run with a larger --heap",
       gc_policy_name(options_.gc), format_bytes(options_.heap_bytes), options_.heap_bytes,
       format_bytes(los_end_ - los_begin_), size, type < types_.size() ? types_[type].name : "object",
-      format_bytes(stats_.live_bytes_after_last_gc));
+      compacted ? " and a compaction" : "", format_bytes(stats_.live_bytes_after_last_gc), free);
+}
+
+bool Heap::next_collection(std::uint64_t size, bool swept, bool compacted, Collection& c) const {
+  c = Collection::kSweep;
+  if (compacted) return false;  // every free byte is in the bump region: nothing else can help
+  // The semispace heap and the large-object space (never compacted): one collection.
+  if (options_.gc == GcPolicy::kSemiSpace || size >= options_.large_object_threshold) return !swept;
+  const FreeSpace f = free_space();
+  c = Collection::kCompact;
+  // A sweep ran and the object still finds no gap: compacting joins the free bytes into one,
+  // which helps only if they are enough.
+  if (swept) return f.free_bytes >= cell_size(size);
+  // Much of the space is free already, in gaps too small: a sweep would free the garbage
+  // between the same survivors and leave the gaps about as small (the requests workload on
+  // the first-fit-from-bump allocator: 1 MiB of 1.5 MiB free in gaps of at most 9 KiB, each
+  // sweep freeing less than the one before, then out of memory; docs/results.md).
+  if (static_cast<double>(f.free_bytes) < options_.compact_free_fraction * static_cast<double>(ms_end_ - ms_begin_))
+    c = Collection::kSweep;
+  return true;
 }
 
 Result<Address> Heap::allocate(Mutator& m, std::uint32_t site, std::uint32_t type, std::uint64_t length) {
@@ -229,7 +264,7 @@ Result<Address> Heap::allocate(Mutator& m, std::uint32_t site, std::uint32_t typ
   const std::uint64_t slots = t.is_array ? length : t.num_slots();
   const std::uint64_t size = kHeaderBytes + kSlotBytes * slots;
   std::unique_lock lk(mu_);
-  bool collected = false;
+  bool swept = false, compacted = false;  // the collections this allocation ran
   for (;;) {
     while (stop_requested_.load()) park_locked(lk);
     if (sweeping_) OBJPROF_RETURN_IF_ERROR(sweep_step_locked());
@@ -257,9 +292,11 @@ Result<Address> Heap::allocate(Mutator& m, std::uint32_t site, std::uint32_t typ
     // The unswept rest may hold the room: sweep on, a step at a time (the loop's next step),
     // until the object fits or the sweep is over, before collecting again.
     if (sweeping_) continue;
-    if (collected) return make_error(ErrorCode::kOutOfRange, oom_message(size, type));
-    OBJPROF_RETURN_IF_ERROR(collect_locked(lk));
-    collected = true;
+    Collection c = Collection::kSweep;
+    if (!next_collection(size, swept, compacted, c))
+      return make_error(ErrorCode::kOutOfRange, oom_message(size, type, compacted));
+    OBJPROF_RETURN_IF_ERROR(collect_locked(lk, c));
+    (c == Collection::kCompact ? compacted : swept) = true;
   }
 }
 
@@ -279,45 +316,7 @@ Address Heap::try_allocate_locked(std::uint64_t size) {
     bump_ += size;
     return a;
   }
-  const std::uint64_t cell = cell_size(size);
-  if (cell / 16 < kSmallClasses && !small_free_[cell / 16].empty()) {
-    const Address a = small_free_[cell / 16].back();
-    small_free_[cell / 16].pop_back();
-    return a;
-  }
-  // Bump region first (cheap, keeps the free lists for reuse after sweeps), then first fit
-  // among the large free spans, splitting the rest off.
-  if (ms_end_ - ms_bump_ >= cell) {
-    const Address a = ms_bump_;
-    ms_bump_ += cell;
-    return a;
-  }
-  auto it = large_free_.lower_bound(cell);
-  if (it == large_free_.end()) {
-    // Split a small free span of a larger class, if any.
-    for (std::uint64_t c = cell / 16 + 1; c < kSmallClasses; ++c) {
-      if (small_free_[c].empty()) continue;
-      const Address a = small_free_[c].back();
-      small_free_[c].pop_back();
-      const std::uint64_t rest = c * 16 - cell;
-      if (rest) {
-        header(a + cell) = ObjHeader{kFreeCellType, 0, rest};
-        small_free_[rest / 16].push_back(a + cell);
-      }
-      return a;
-    }
-    return 0;
-  }
-  const std::uint64_t span = it->first;
-  const Address a = it->second;
-  large_free_.erase(it);
-  const std::uint64_t rest = span - cell;
-  if (rest) {
-    header(a + cell) = ObjHeader{kFreeCellType, 0, rest};
-    if (rest / 16 < kSmallClasses) small_free_[rest / 16].push_back(a + cell);
-    else large_free_.emplace(rest, a + cell);
-  }
-  return a;
+  return ms_allocate(cell_size(size));
 }
 
 Address Heap::los_allocate(std::uint64_t size) {
@@ -366,20 +365,6 @@ bool Heap::test_and_mark_atomic(Address a) {
   return (w.fetch_or(bit, std::memory_order_relaxed) & bit) == 0;
 }
 
-template <class Fn>
-void Heap::for_each_ref_slot(Address obj, Fn&& fn) const {
-  const SimType& t = type_of(obj);
-  const std::uint64_t n = slot_count(obj);
-  std::uint64_t* s = slots(obj);
-  if (t.is_array) {
-    if (t.elem_is_ref)
-      for (std::uint64_t i = 0; i < n; ++i) fn(s[i]);
-  } else {
-    for (std::uint64_t i = 0; i < n; ++i)
-      if (t.slot_is_ref[i]) fn(s[i]);
-  }
-}
-
 bool Heap::is_marked(Address a) const {
   const std::uint64_t g = (a - base_) >> 3;
   return (marks_[g >> 6] >> (g & 63)) & 1;
@@ -423,26 +408,32 @@ class WorkClock {
 };
 }  // namespace
 
-Status Heap::do_collect() {
+Status Heap::do_collect(Collection c) {
   // One bracket at a time, and the mark needs a space whose dead objects are all reported.
   if (sweeping_) OBJPROF_RETURN_IF_ERROR(finish_sweep_locked());
   gc_ = GcInfo{};
   gc_.policy = options_.gc;
+  gc_.compacted = c == Collection::kCompact && options_.gc != GcPolicy::kSemiSpace;
   {
     WorkClock clock(gc_);
-    if (profiler_) OBJPROF_RETURN_IF_ERROR(profiler_->gc_begin(gc_policy_kind(options_.gc)));
+    const GcKind kind = gc_.compacted ? GcKind::kCompacting : gc_policy_kind(options_.gc);
+    if (profiler_) OBJPROF_RETURN_IF_ERROR(profiler_->gc_begin(kind));
     std::fill(marks_.begin(), marks_.end(), 0);
     if (options_.gc == GcPolicy::kSemiSpace) {
       collect_semispace(gc_);
     } else {
       mark_marksweep();
-      start_sweep();
-      // The lazy collector leaves the space to the allocations' steps (sweeping_ from here).
-      if (options_.gc == GcPolicy::kMarkSweep) (void)sweep_cells(~0ull);
+      if (gc_.compacted) {
+        compact_marksweep(gc_);  // stop-the-world in every mode: objects move
+      } else {
+        start_sweep();
+        // The lazy collector leaves the space to the allocations' steps (sweeping_ from here).
+        if (options_.gc == GcPolicy::kMarkSweep) (void)sweep_cells(~0ull);
+      }
     }
     sweep_los(gc_);  // eagerly in every mode: few objects, and its free spans are a map
   }
-  if (options_.gc == GcPolicy::kLazySweep) {
+  if (options_.gc == GcPolicy::kLazySweep && !gc_.compacted) {
     sweeping_ = true;
     return {};
   }
@@ -483,7 +474,11 @@ Status Heap::end_gc() {
   stats_.bytes_freed += gc_.freed_bytes;
   stats_.objects_moved += gc_.moved_objects;
   stats_.sweep_steps += gc_.sweep_steps;
+  stats_.compactions += gc_.compacted;
   stats_.live_bytes_after_last_gc = gc_.live_bytes_after;
+  const FreeSpace f = free_space();
+  gc_.free_bytes_after = f.free_bytes;
+  gc_.largest_free_after = f.largest_gap;
   if (on_gc) on_gc(gc_);
   return st;
 }

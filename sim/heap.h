@@ -20,6 +20,12 @@
 // Deaths: every collector reports every dead object with Profiler::on_free (the copying
 // collector walks the evacuated from-space after the copy), so the profiler's tracker is exact.
 //
+// Collections: an allocation that finds no room collects (stop the world) and tries again. The
+// mark-sweep heaps allocate best fit from free lists of coalesced gaps; when an allocation
+// fails although much of the space is free (HeapOptions::compact_free_fraction), or still fails
+// after a sweep, they compact instead: mark, then slide the live objects down (on_move). Only
+// when that cannot help either is the allocation an out-of-memory error.
+//
 // Threads: mutators attach (attach_mutator) with their root provider and ThreadState; the heap
 // runs a stop-the-world handshake: a GC starts only when every attached mutator is parked at a
 // safepoint (allocate, safepoint, collect). Everything else in this class is called by a mutator
@@ -97,6 +103,15 @@ struct HeapOptions {
   // least one cell). Small enough that a sweep spans many allocations, large enough that it
   // usually ends long before the space runs out (an allocation that does not fit sweeps on).
   std::uint64_t lazy_sweep_step = 4096;
+  // Mark-sweep and lazy sweep: an allocation that finds no gap while at least this fraction of
+  // the mark-sweep space is free fails for fragmentation, not for want of memory, and a sweep
+  // would leave the live objects where they are: the heap compacts instead (a sliding
+  // mark-compact, GcKind::kCompacting, as CMS falls back to a compacting full GC). An
+  // allocation that still fails after a sweep compacts too, when the free bytes would hold it.
+  // 0: every collection an allocation starts compacts; above 1: compact only after a sweep
+  // has failed. Compaction is the exception: best fit keeps the space usable on the shipped
+  // workloads (docs/sim.md).
+  double compact_free_fraction = 0.25;
 };
 
 struct GcInfo {
@@ -112,6 +127,11 @@ struct GcInfo {
   // kLazySweep: the steps that swept the space, and the objects allocated between gc_begin and
   // gc_end (by the mutators, while the sweep was pending).
   std::uint64_t sweep_steps = 0, allocated_in_sweep = 0;
+  // Mark-sweep space after the GC (for a lazy sweep: when it ended): free bytes (free lists and
+  // bump region) and the largest free gap, so fragmentation shows.
+  std::uint64_t free_bytes_after = 0, largest_free_after = 0;
+  // Mark-sweep heaps: this GC compacted the space (GcKind::kCompacting) instead of sweeping it.
+  bool compacted = false;
 };
 
 struct HeapStats {
@@ -125,6 +145,8 @@ struct HeapStats {
   // kLazySweep: sweep steps, objects allocated while a sweep was pending, and how many of those
   // took memory the pending sweep had already swept (rather than fresh bump space).
   std::uint64_t sweep_steps = 0, objects_allocated_in_sweep = 0, objects_reused_in_sweep = 0;
+  // Mark-sweep heaps: the GCs that compacted (counted in gcs too).
+  std::uint64_t compactions = 0;
 };
 
 // Visits a root slot; the collector may overwrite it (the object moved).
@@ -177,6 +199,10 @@ class Heap {
   // Forces a collection (stop the world). kLazySweep: finishes a pending sweep, marks, and
   // returns with the new sweep pending (allocations sweep it).
   Status collect(Mutator& m);
+  // Mark-sweep heaps: forces a compacting collection (stop the world, mark, slide every live
+  // object of the mark-sweep space down, reporting on_move and on_free), after finishing a
+  // pending lazy sweep. The space is left as one bump region. Semispace: an ordinary GC.
+  Status compact(Mutator& m);
   // kLazySweep: sweeps the rest of the mark-sweep space now and ends the GC (gc_end, on_gc);
   // nothing when no sweep is pending. Other mutators may keep running.
   Status finish_sweep(Mutator& m);
@@ -210,6 +236,15 @@ class Heap {
   // dead objects of the unswept part too); world must be stopped or single-threaded.
   void for_each_object(const std::function<void(Address)>& fn) const;
 
+  // The mark-sweep space's free memory: bytes on the free lists plus the bump region, the
+  // number of gaps (free spans, the bump region counting as one) and the largest, the biggest
+  // object that fits without a collection. Zero for the semispace heap. World stopped or
+  // single-threaded (a lazy sweep's unswept garbage is not free yet).
+  struct FreeSpace {
+    std::uint64_t free_bytes = 0, gaps = 0, largest_gap = 0;
+  };
+  FreeSpace free_space() const;
+
   const HeapOptions& options() const { return options_; }
   Address base() const { return base_; }
   HeapStats stats() const;
@@ -224,10 +259,15 @@ class Heap {
   Address try_allocate_locked(std::uint64_t size);
   Address los_allocate(std::uint64_t size);
   void los_free(Address a, std::uint64_t size);
-  Status collect_locked(std::unique_lock<std::mutex>& lk);
+  // What a collection does with the mark-sweep space (the semispace heap always copies).
+  enum class Collection : std::uint8_t { kSweep, kCompact };
+  Status collect_locked(std::unique_lock<std::mutex>& lk, Collection c = Collection::kSweep);
+  // The collection an allocation of `size` bytes that found no room should run now, given the
+  // collections it already ran; false: none would help (out of memory).
+  bool next_collection(std::uint64_t size, bool swept, bool compacted, Collection& c) const;
   void park_locked(std::unique_lock<std::mutex>& lk);
   void park_slow(Mutator& m);
-  Status do_collect();
+  Status do_collect(Collection c);
   Status end_gc();
   void visit_all_roots(const RootFn& fn);
   void collect_semispace(GcInfo& info);
@@ -237,6 +277,12 @@ class Heap {
   // sweeps at least `budget` bytes of it (or the rest) and returns true once it is done.
   void start_sweep();
   bool sweep_cells(std::uint64_t budget);
+  // The mark-sweep space's allocation (sweep.cc): best fit among the listed gaps, else the
+  // bump region; list_free lists a gap (writing its free-cell header).
+  Address ms_allocate(std::uint64_t cell);
+  void list_free(Address a, std::uint64_t bytes);
+  // Sliding compaction of the marked mark-sweep space (compact.cc).
+  void compact_marksweep(GcInfo& info);
   void close_run(Address end);
   // kLazySweep: lists the open run now, ending it at the cursor, if it covers `cell` bytes.
   bool list_open_run(std::uint64_t cell);
@@ -253,7 +299,7 @@ class Heap {
   void for_each_ref_slot(Address obj, Fn&& fn) const;
   std::uint64_t cell_size(std::uint64_t size) const { return (size + 15) & ~std::uint64_t{15}; }
   bool in_los(Address a) const { return a - los_begin_ < los_end_ - los_begin_; }
-  std::string oom_message(std::uint64_t size, std::uint32_t type) const;
+  std::string oom_message(std::uint64_t size, std::uint32_t type, bool compacted) const;
 
   HeapOptions options_;
   Profiler* profiler_;
@@ -281,6 +327,8 @@ class Heap {
   // Mark bitmap over the whole heap, one bit per 8-byte granule.
   std::vector<std::uint64_t> marks_;
   std::vector<Address> mark_stack_;
+  // Compaction: live objects of the mark-sweep space in address order and their destinations.
+  std::vector<Address> compact_from_, compact_to_;
 
   std::vector<std::uint64_t> handles_;
   std::vector<RootProvider*> root_providers_;
@@ -292,6 +340,20 @@ class Heap {
   std::uint64_t running_ = 0;  // attached mutators not parked
   HeapStats stats_;
 };
+
+template <class Fn>
+void Heap::for_each_ref_slot(Address obj, Fn&& fn) const {
+  const SimType& t = type_of(obj);
+  const std::uint64_t n = slot_count(obj);
+  std::uint64_t* s = slots(obj);
+  if (t.is_array) {
+    if (t.elem_is_ref)
+      for (std::uint64_t i = 0; i < n; ++i) fn(s[i]);
+  } else {
+    for (std::uint64_t i = 0; i < n; ++i)
+      if (t.slot_is_ref[i]) fn(s[i]);
+  }
+}
 
 // "8.0 MiB"
 std::string format_bytes(std::uint64_t bytes);

@@ -15,7 +15,8 @@ namespace objprof::sim {
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& workload_names() {
-  static const std::vector<std::string> names = {"listleak", "swapleak", "points", "scimark", "graph", "threads", "sessions"};
+  static const std::vector<std::string> names = {"listleak", "swapleak", "points",   "scimark",
+                                                 "graph",    "threads",  "requests", "sessions"};
   return names;
 }
 

@@ -165,3 +165,23 @@ TEST_CASE("sim ground truth: mutators that finish at different times leave a con
       check_against_truth(run, *a);
     }
 }
+
+TEST_CASE("sim ground truth: a fragmented mark-sweep heap that compacts (requests)", "[analysis][sim][fragmentation]") {
+  // Sliding compaction moves objects onto memory that dead or moved objects held in the same
+  // GC; the analyzer must follow every chain through it exactly.
+  for (sim::GcPolicy gc : {sim::GcPolicy::kMarkSweep, sim::GcPolicy::kLazySweep}) {
+    INFO(sim::gc_policy_name(gc));
+    const SimRun run = run_sim("requests", gc, 600, 512 << 10);
+    REQUIRE(run.heap.compactions > 0);
+    REQUIRE(run.heap.objects_moved > 0);
+    auto a = analyze(run.trace);
+    REQUIRE(a.ok());
+    check_against_truth(run, *a);
+    std::uint64_t compacting = 0;
+    for (std::size_t i = 0; i < run.gcs.size(); ++i) {
+      compacting += run.gcs[i].compacted;
+      CHECK((a->gcs[i].kind == trace::GcKind::kCompacting) == run.gcs[i].compacted);
+    }
+    CHECK(compacting == run.heap.compactions);
+  }
+}

@@ -5,7 +5,8 @@
 // freed; a lazy sweep is finished first). With the profiler attached, the trace is read back and
 // replayed: every alloc has exactly one death or is live at the end, and moves chain from live
 // addresses. The lazy sweeper's walks between explicit GCs run with its sweep pending, so they
-// check that allocation during a sweep never overwrites a live object.
+// check that allocation during a sweep never overwrites a live object. With compaction on,
+// every other explicit GC of a mark-sweep heap slides the survivors (the same checks hold).
 #include "sim/heap.h"
 
 #include "../test_env.h"
@@ -229,7 +230,8 @@ Replay replay(const trace::Contents& c) {
   return rp;
 }
 
-void run_stress(GcPolicy policy, bool profile, std::size_t steps, bool parallel_mark = false) {
+// compact: every other explicit GC of a mark-sweep heap compacts (Heap::compact).
+void run_stress(GcPolicy policy, bool profile, std::size_t steps, bool parallel_mark = false, bool compact = false) {
   const std::string path =
       (std::filesystem::temp_directory_path() / ("objprof-sim-stress-" + std::to_string(::getpid()) + "-" +
                                                   gc_policy_name(policy) + ".trace")).string();
@@ -282,7 +284,7 @@ void run_stress(GcPolicy policy, bool profile, std::size_t steps, bool parallel_
       walks_in_sweep += sweeping;
     }
     if (i % 997 == 0) {
-      REQUIRE(heap.collect(m).ok());
+      REQUIRE((compact && (i / 997) % 2 == 1 ? heap.compact(m) : heap.collect(m)).ok());
       // A lazy sweep still holds unswept dead objects: finish it for the exact comparison.
       REQUIRE(heap.finish_sweep(m).ok());
       const std::set<Address> reachable = st.verify();
@@ -295,6 +297,7 @@ void run_stress(GcPolicy policy, bool profile, std::size_t steps, bool parallel_
   // Explicit GCs plus the ones allocation failures started.
   CHECK(heap.stats().gcs > steps / 997 + 3);
   CHECK(heap.stats().large_objects_allocated > 0);
+  if (compact) CHECK(heap.stats().compactions >= steps / 997 / 2);
   if (policy == GcPolicy::kLazySweep) {
     CHECK(walks_in_sweep > 0);  // some walks ran with a sweep pending
     CHECK(heap.stats().objects_reused_in_sweep > 0);
@@ -308,7 +311,12 @@ void run_stress(GcPolicy policy, bool profile, std::size_t steps, bool parallel_
   REQUIRE(c.ok());
   REQUIRE(c->allocs.size() == heap.stats().objects_allocated);
   REQUIRE(c->gc_begins.size() == heap.stats().gcs);
-  for (auto& g : c->gc_begins) REQUIRE(g.kind == gc_policy_kind(policy));
+  std::uint64_t compacting = 0;
+  for (auto& g : c->gc_begins) {
+    compacting += g.kind == GcKind::kCompacting;
+    REQUIRE((g.kind == gc_policy_kind(policy) || g.kind == GcKind::kCompacting));
+  }
+  REQUIRE(compacting == heap.stats().compactions);
   const Replay rp = replay(*c);
   std::set<Address> present;
   heap.for_each_object([&](Address a) { present.insert(a); });
@@ -355,6 +363,16 @@ TEST_CASE("lazy sweep keeps a random object graph intact and frees exactly the r
 
 TEST_CASE("lazy sweep: profiler trace matches the heap (allocs in the bracket, deaths)", "[sim][lazysweep]") {
   run_stress(GcPolicy::kLazySweep, true, 3000);
+}
+
+TEST_CASE("mark-sweep compaction keeps a random object graph intact and frees exactly the rest", "[sim][fragmentation]") {
+  run_stress(GcPolicy::kMarkSweep, false, 20000, false, true);
+  run_stress(GcPolicy::kLazySweep, false, 20000, false, true);
+}
+
+TEST_CASE("mark-sweep compaction: the trace's moves and frees replay to the heap", "[sim][fragmentation]") {
+  run_stress(GcPolicy::kMarkSweep, true, 3000, false, true);
+  run_stress(GcPolicy::kLazySweep, true, 3000, true, true);
 }
 
 TEST_CASE("out of memory is an error naming the heap size", "[sim]") {

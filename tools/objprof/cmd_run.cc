@@ -109,10 +109,15 @@ int run(const RunOptions& o) {
   h.on_gc = [&](const sim::GcInfo& g) {
     if (o.quiet) return;
     const bool show = g.index <= 8 || (g.index & (g.index - 1)) == 0 || g.index % 100 == 0;
-    if (show)
-      fmt::print("  [gc {:>3}] {}: {} live, {} objects freed, {} moved, {:.2f} ms\n", g.index,
-                 sim::gc_policy_name(g.policy), sim::format_bytes(g.live_bytes_after), g.freed_objects,
-                 g.moved_objects, g.seconds * 1e3);
+    if (!show) return;
+    fmt::print("  [gc {:>3}] {}{}: {} live, {} objects freed, {} moved, {:.2f} ms", g.index,
+               sim::gc_policy_name(g.policy), g.compacted ? " (compacting)" : "",
+               sim::format_bytes(g.live_bytes_after), g.freed_objects, g.moved_objects, g.seconds * 1e3);
+    // The mark-sweep space's fragmentation: what is free, and the biggest object that fits.
+    if (g.policy != sim::GcPolicy::kSemiSpace)
+      fmt::print("; {} free, largest gap {}", sim::format_bytes(g.free_bytes_after),
+                 sim::format_bytes(g.largest_free_after));
+    fmt::print("\n");
   };
   auto interp = sim::Interpreter::create(wl->module, h, &prof, io);
   if (!interp.ok()) return fail(interp.error().message);
@@ -140,8 +145,9 @@ int run(const RunOptions& o) {
   const sim::InterpStats is = (*interp)->stats();
   const double pct = s.barriers_executed ? 100.0 * static_cast<double>(s.barrier_cache_hits) / static_cast<double>(s.barriers_executed) : 0.0;
   fmt::print("\nsummary: main returned {} after {:.3f} s\n", *result, secs);
-  fmt::print("  GCs: {} ({}), {:.3f} s in GC, {} live after the last\n", hs.gcs, trace::gc_kind_name(sim::gc_policy_kind(ho.gc)),
-             hs.gc_seconds, sim::format_bytes(hs.live_bytes_after_last_gc));
+  fmt::print("  GCs: {} ({}{}), {:.3f} s in GC, {} live after the last\n", hs.gcs, trace::gc_kind_name(sim::gc_policy_kind(ho.gc)),
+             hs.compactions ? fmt::format(", {} of them compacting", hs.compactions) : "", hs.gc_seconds,
+             sim::format_bytes(hs.live_bytes_after_last_gc));
   if (ho.gc == sim::GcPolicy::kLazySweep)
     fmt::print("  lazy sweep: {} steps; {} objects allocated while a sweep was pending, {} of them in swept cells\n",
                hs.sweep_steps, hs.objects_allocated_in_sweep, hs.objects_reused_in_sweep);
