@@ -5,6 +5,7 @@
 // moves replay to the heap's own objects); a heap that no collection can help answers out of
 // memory with a clear error and stays usable.
 #include "sim/heap.h"
+#include "slot_roots.h"
 
 #include <objprof/objprof.h>
 #include <objprof/trace_reader.h>
@@ -20,13 +21,7 @@
 namespace objprof::sim {
 namespace {
 
-struct Roots final : RootProvider {
-  std::vector<std::uint64_t> slots;
-  void visit_roots(const RootFn& fn) override {
-    for (auto& s : slots)
-      if (s) fn(s);
-  }
-};
+using Roots = test::SlotRoots;
 
 // A mark-sweep heap of `heap_bytes` with a profiler writing a trace to memory, a mutator whose
 // roots are `roots`, and three types: Node (64 bytes: prev, id, four scalars), long[] and ref[].

@@ -8,6 +8,7 @@
 // check that allocation during a sweep never overwrites a live object. With compaction on,
 // every other explicit GC of a mark-sweep heap slides the survivors (the same checks hold).
 #include "sim/heap.h"
+#include "slot_roots.h"
 
 #include "../test_env.h"
 
@@ -30,13 +31,7 @@ std::uint64_t next_rand(std::uint64_t& s) {
   return z ^ (z >> 31);
 }
 
-struct Roots final : RootProvider {
-  std::vector<std::uint64_t> slots;
-  void visit_roots(const RootFn& fn) override {
-    for (auto& s : slots)
-      if (s) fn(s);
-  }
-};
+using Roots = test::SlotRoots;
 
 enum Kind { kNode, kRefArray, kIntArray };
 

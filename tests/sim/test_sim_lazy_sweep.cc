@@ -7,6 +7,7 @@
 // - several mutators, any of which sweeps while the others run and access their objects.
 // In every case the analyzer rebuilds exactly the heap's live objects from the trace.
 #include "sim/heap.h"
+#include "slot_roots.h"
 
 #include "../test_env.h"
 
@@ -25,12 +26,9 @@
 namespace objprof::sim {
 namespace {
 
-struct Ring final : RootProvider {
-  std::vector<std::uint64_t> slots = std::vector<std::uint64_t>(128);
-  void visit_roots(const RootFn& fn) override {
-    for (auto& s : slots)
-      if (s) fn(s);
-  }
+// 128 slots, filled round-robin by step().
+struct Ring : test::SlotRoots {
+  Ring() : SlotRoots(128) {}
 };
 
 struct Rig {
