@@ -5,7 +5,7 @@
 // moves replay to the heap's own objects); a heap that no collection can help answers out of
 // memory with a clear error and stays usable.
 #include "sim/heap.h"
-#include "slot_roots.h"
+#include "sim_test_support.h"
 
 #include <objprof/objprof.h>
 #include <objprof/trace_reader.h>
@@ -25,10 +25,7 @@ using Roots = test::SlotRoots;
 
 // A mark-sweep heap of `heap_bytes` with a profiler writing a trace to memory, a mutator whose
 // roots are `roots`, and three types: Node (64 bytes: prev, id, four scalars), long[] and ref[].
-struct Rig {
-  MemorySink* sink = nullptr;
-  std::vector<std::string> errors;
-  std::unique_ptr<Profiler> prof;
+struct Rig : test::CheckedProfiler {
   std::unique_ptr<Heap> heap;
   ThreadState* ts = nullptr;
   Roots roots;
@@ -36,15 +33,6 @@ struct Rig {
   std::uint32_t node = 0, longs = 0, refs = 0;
 
   Rig(GcPolicy gc, std::uint64_t heap_bytes, std::uint64_t large_object_threshold = HeapOptions{}.large_object_threshold) {
-    ProfilerOptions po;
-    po.check_hooks = true;
-    po.on_protocol_error = [this](const ProtocolError& e) { errors.push_back(e.message); };
-    auto s = std::make_unique<MemorySink>();
-    sink = s.get();
-    po.trace_sink = std::move(s);
-    po.default_leak_printer = false;
-    po.on_leak = {};
-    prof = std::move(*Profiler::create(std::move(po)));
     HeapOptions ho;
     ho.gc = gc;
     ho.heap_bytes = heap_bytes;

@@ -8,7 +8,7 @@
 // check that allocation during a sweep never overwrites a live object. With compaction on,
 // every other explicit GC of a mark-sweep heap slides the survivors (the same checks hold).
 #include "sim/heap.h"
-#include "slot_roots.h"
+#include "sim_test_support.h"
 
 #include "../test_env.h"
 

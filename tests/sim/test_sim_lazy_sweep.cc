@@ -7,7 +7,7 @@
 // - several mutators, any of which sweeps while the others run and access their objects.
 // In every case the analyzer rebuilds exactly the heap's live objects from the trace.
 #include "sim/heap.h"
-#include "slot_roots.h"
+#include "sim_test_support.h"
 
 #include "../test_env.h"
 
@@ -31,24 +31,12 @@ struct Ring : test::SlotRoots {
   Ring() : SlotRoots(128) {}
 };
 
-struct Rig {
-  MemorySink* sink = nullptr;
-  std::vector<std::string> errors;
-  std::unique_ptr<Profiler> prof;
+struct Rig : test::CheckedProfiler {
   std::unique_ptr<Heap> heap;
   std::uint32_t type = 0;  // long[]: slot 0 holds the allocation's sequence number
   std::vector<GcInfo> gcs;
 
   explicit Rig(std::uint64_t sweep_step = HeapOptions{}.lazy_sweep_step) {
-    ProfilerOptions po;
-    po.check_hooks = true;
-    po.on_protocol_error = [this](const ProtocolError& e) { errors.push_back(e.message); };
-    auto s = std::make_unique<MemorySink>();
-    sink = s.get();
-    po.trace_sink = std::move(s);
-    po.default_leak_printer = false;
-    po.on_leak = {};
-    prof = std::move(*Profiler::create(std::move(po)));
     HeapOptions ho;
     ho.gc = GcPolicy::kLazySweep;
     ho.heap_bytes = 256 << 10;
