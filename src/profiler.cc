@@ -4,6 +4,7 @@
 
 #include "objprof/trace_writer.h"
 #include "hook_checker.h"
+#include "leak_paths.h"
 #include "stale_tracker.h"
 
 #include <fmt/core.h>
@@ -88,6 +89,7 @@ struct ProfilerState {
   tbb::enumerable_thread_specific<CollectorLocal> collectors;
 
   StaleTracker tracker;
+  LeakPaths paths;  // with ProfilerOptions::heap_walker: paths from roots per (site, type)
   std::vector<std::pair<std::uint64_t, std::uint64_t>> words;  // scratch for bitmap harvests
   std::vector<MoveLog> gc_moves;                               // scratch for gc_end
   std::vector<RangeMoveLog> gc_ranges;
@@ -126,7 +128,24 @@ LeakReport make_report(const ProfilerState& st, Address a, const internal::Track
   }
   rep.last_access_epoch = r.last_access;
   rep.epoch = epoch;
+  rep.path = st.paths.path(r.site_type);
   return rep;
+}
+
+// Paths from roots, inside gc_end after the stale check: each newly stale object's interned
+// (site, type) pair asks for a path to it (the first sample of a pair in a GC counts, and
+// pairs with a path or out of attempts ask for nothing), then one walk of the runtime's heap
+// answers them all, before the records are written and the callbacks run. No request, no walk.
+void request_leak_path(ProfilerState& st, const ProfilerOptions& o, Address sample, std::uint32_t pair) {
+  const auto [site, type] = st.pairs[pair];
+  st.paths.request(sample, pair, site, type, o.path_attempts);
+}
+
+void search_leak_paths(ProfilerState& st, const ProfilerOptions& o) {
+  st.paths.search(*o.heap_walker, o.path_search, [&](std::uint32_t type) -> std::string_view {
+    const auto it = st.types.find(type);
+    return it == st.types.end() ? std::string_view() : std::string_view(it->second.name);
+  });
 }
 
 }  // namespace
@@ -220,7 +239,14 @@ Result<std::unique_ptr<Profiler>> Profiler::create(ProfilerOptions options) {
     sink = std::move(*file);
   }
   if (!options.on_leak && options.default_leak_printer)
-    options.on_leak = [](const LeakReport& r) { std::fprintf(stderr, "%s\n", format_leak(r).c_str()); };
+    options.on_leak = [printed = std::make_shared<std::vector<const RootPath*>>()](const LeakReport& r) {
+      std::fprintf(stderr, "%s\n", format_leak(r).c_str());
+      // A pair's path once, after its first report (every report of the pair shares it).
+      if (r.path && std::find(printed->begin(), printed->end(), r.path) == printed->end()) {
+        printed->push_back(r.path);
+        std::fprintf(stderr, "objprof:   path from a root: %s\n", format_path(*r.path).c_str());
+      }
+    };
   std::unique_ptr<Profiler> p(new Profiler(std::move(options)));
   if (sink) {
     auto writer = TraceWriter::create(std::move(sink), p->options_.chunk_payload);
@@ -667,6 +693,10 @@ Status Profiler::gc_end() {
   });
   // Reported in address order (the tracker's tables are unordered).
   std::sort(fresh.begin(), fresh.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (options_.heap_walker) {
+    for (auto [a, r] : fresh) request_leak_path(st, options_, a, r->site_type);  // lowest address first
+    search_leak_paths(st, options_);
+  }
   {
     std::shared_lock<std::shared_mutex> lock(st.threads_mutex);
     for (const auto& t : st.threads) t->reset_cache();
@@ -681,6 +711,7 @@ Status Profiler::gc_end() {
         p = EventBuffer::put_u64(p, r->last_access);
         EventBuffer::put_u64(p, e);
       }
+      st.paths.write(*st.control, e);
       std::uint8_t* p = st.control->begin_record(1 + 16);
       p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kGcEnd));
       p = EventBuffer::put_u64(p, e);
@@ -764,6 +795,7 @@ ProfilerStats Profiler::stats() const {
     s.protocol_errors = st.protocol_errors;
   }
   s.bits_harvested = st.bits_harvested;
+  s.path_searches = st.paths.searches();
   s.moves = st.moves;
   s.frees = st.frees;
   if (st.writer) {
