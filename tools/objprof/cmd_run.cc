@@ -6,15 +6,18 @@
 
 #include "sim/jit/jit.h"
 #include "sim/heap.h"
+#include "sim/heap_walker.h"
 #include "sim/interp.h"
 #include "sim/workloads.h"
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace objprof::cli {
 namespace {
@@ -34,6 +37,7 @@ struct RunOptions {
   bool quiet = false;
   std::string exec = "interp";
   bool verbose = false;
+  bool no_paths = false;
 };
 
 int fail(const std::string& msg) {
@@ -84,8 +88,19 @@ int run(const RunOptions& o) {
   po.stale_after_epochs = o.stale_after;
   po.min_tracked_size = o.min_size;
   po.trace_path = o.trace;
+  // Paths from roots: the sim walks its heap for the profiler (bound to the heap below).
+  sim::SimHeapWalker walker;
+  if (!o.no_paths) po.heap_walker = &walker;
+  std::vector<const RootPath*> printed;  // each (site, type) pair's path once
+  auto print_path = [&](const LeakReport& r, const char* indent) {
+    if (!r.path || std::find(printed.begin(), printed.end(), r.path) != printed.end()) return;
+    printed.push_back(r.path);
+    fmt::print("{}path from a root: {}\n", indent, format_path(*r.path));
+  };
   po.on_leak = [&](const LeakReport& r) {
-    if (!o.quiet) fmt::print("  [gc {:>3}] {}\n", r.epoch + 1, format_leak(r));
+    if (o.quiet) return;
+    fmt::print("  [gc {:>3}] {}\n", r.epoch + 1, format_leak(r));
+    print_path(r, "            ");
   };
   auto created = Profiler::create(std::move(po));
   if (!created.ok()) return fail(created.error().message);
@@ -94,6 +109,13 @@ int run(const RunOptions& o) {
   auto heap = sim::Heap::create(ho, &prof);
   if (!heap.ok()) return fail(heap.error().message);
   sim::Heap& h = **heap;
+  walker.set_heap(&h);
+  // Unbound before the heap goes: a profiler destroyed on an error path with a lazy sweep's
+  // bracket open closes it (gc_end), and must not walk a freed heap then.
+  struct Unbind {
+    sim::SimHeapWalker& w;
+    ~Unbind() { w.set_heap(nullptr); }
+  } unbind{walker};
   h.on_gc = [&](const sim::GcInfo& g) {
     if (o.quiet) return;
     const bool show = g.index <= 8 || (g.index & (g.index - 1)) == 0 || g.index % 100 == 0;
@@ -143,12 +165,14 @@ int run(const RunOptions& o) {
              s.barrier_cache_hits, pct, s.bitmap_marks, s.bits_harvested);
   if (!o.trace.empty()) fmt::print("  trace: {} ({} bytes, {} chunks)\n", o.trace, s.trace_bytes, s.trace_chunks);
   const auto leaks = prof.possible_leaks();
+  printed.clear();
   fmt::print("\nleak report ({} possible leak{}, largest first):\n", leaks.size(), leaks.size() == 1 ? "" : "s");
   for (std::size_t i = 0; i < leaks.size() && i < 20; ++i) {
     const auto& l = leaks[i];
     fmt::print("  #{} {} bytes  {}  allocated at {} bci {} (site {}), last access epoch {}, stale for {} GCs\n", i + 1,
                l.size, l.type_name, l.method, l.bytecode_offset, l.site_id, l.last_access_epoch,
                l.epoch - l.last_access_epoch);
+    print_path(l, "      ");
   }
   if (leaks.size() > 20) fmt::print("  ... {} more\n", leaks.size() - 20);
   return 0;
@@ -170,6 +194,7 @@ const RegisterCommand kRun([](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--seed", opt->seed, "seed of sys.rand");
   cmd->add_flag("--quiet", opt->quiet, "no progress lines");
   cmd->add_option("--exec", opt->exec, "interp (the IR interpreter) or jit (compiled with asmjit; what it cannot compile is interpreted)");
+  cmd->add_flag("--no-paths", opt->no_paths, "do not search paths from GC roots to the leaks (the sim's heap walker)");
   cmd->add_flag("--verbose", opt->verbose, "with --exec=jit: say which functions run compiled, and why the others do not");
   return [opt] { return run(*opt); };
 });
