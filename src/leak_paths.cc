@@ -16,7 +16,7 @@ std::string_view cut(std::string_view s) { return s.substr(0, std::min(s.size(),
 
 void LeakPaths::request(Address sample, std::uint32_t pair, std::uint32_t site, std::uint32_t type,
                         std::uint32_t max_attempts) {
-  if (paths_.count(pair)) return;
+  if (paths_.count(pair) || max_attempts == 0) return;
   if (auto it = tries_.find(pair); it != tries_.end() && it->second >= max_attempts) return;
   for (const Request& r : requests_)
     if (r.pair == pair) return;  // a GC asks few pairs: a scan is cheaper than a set

@@ -158,7 +158,8 @@ struct ProfilerOptions {
   // The budget of each search (objects visited, depth): it bounds the pause a search adds.
   PathSearchOptions path_search;
   // Searches of one (site, type) pair that find no path before the profiler stops trying
-  // (a pair whose objects lie beyond the budget would otherwise cost a search at every GC).
+  // (a pair whose objects lie beyond the budget would otherwise cost a search at every GC);
+  // 0: never search.
   std::uint32_t path_attempts = 3;
 };
 

@@ -202,6 +202,14 @@ TEST_CASE("leak paths: failed searches are retried up to path_attempts, declined
     CHECK(p.objects_visited == 0);
     CHECK(p.path.steps.empty());
   }
+  // No attempts at all: a walker that is never asked.
+  PathRig none(/*attempts=*/0);
+  none.build_graph();
+  none.alloc(kInitSite, kBig, 4096, kBigBytes);
+  for (int e = 0; e < 3; ++e) none.gc();
+  REQUIRE(none.leaks.size() == 1);
+  CHECK(none.leaks[0].path == nullptr);
+  CHECK(none.walker.calls() == 0);
 }
 
 TEST_CASE("leak paths: a path longer than a trace chunk keeps its first steps", "[core][paths]") {
