@@ -618,6 +618,52 @@ void Heap::sweep_los(GcInfo& info) {
   info.live_bytes_after += los_live_bytes_;
 }
 
+void RootProvider::visit_named_roots(const NamedRootFn& fn) {
+  std::uint64_t n = 0;
+  visit_roots([&](std::uint64_t& slot) {
+    if (slot != 0) fn(RootKind::kOther, n, slot);
+    ++n;
+  });
+}
+
+std::string RootProvider::root_name(RootKind kind, std::uint64_t token) const {
+  return fmt::format("{} root {}", root_kind_name(kind), token);
+}
+
+namespace {
+// A named root's token: which source (mutator, root provider, the handles) in its top 16 bits,
+// the source's own token below.
+constexpr unsigned kSourceShift = 48;
+constexpr std::uint64_t kLocalMask = (std::uint64_t{1} << kSourceShift) - 1;
+}  // namespace
+
+void Heap::visit_named_roots(const NamedRootFn& fn) {
+  // Sources: root providers 0..P-1, the handles P, mutators P+1... The longest-lived roots
+  // come first: the search keeps the first of equally short paths, and a leak held both by a
+  // static and by a frame that will return is the static's to fix.
+  const std::uint64_t providers = root_providers_.size();
+  auto from = [&](std::uint64_t s) {
+    return [&fn, s](RootKind kind, std::uint64_t token, Address target) {
+      fn(kind, (s << kSourceShift) | (token & kLocalMask), target);
+    };
+  };
+  for (std::uint64_t p = 0; p < providers; ++p) root_providers_[p]->visit_named_roots(from(p));
+  for (std::size_t i = 0; i < handles_.size(); ++i)
+    if (handles_[i] != 0) fn(RootKind::kHandle, (providers << kSourceShift) | i, handles_[i]);
+  for (std::size_t m = 0; m < mutators_.size(); ++m)
+    if (mutators_[m]->roots) mutators_[m]->roots->visit_named_roots(from(providers + 1 + m));
+}
+
+std::string Heap::root_name(RootKind kind, std::uint64_t token) const {
+  const std::uint64_t source = token >> kSourceShift, local = token & kLocalMask;
+  const std::uint64_t providers = root_providers_.size();
+  if (source < providers) return root_providers_[source]->root_name(kind, local);
+  if (source == providers) return fmt::format("handle {}", local);
+  const std::uint64_t m = source - providers - 1;
+  if (m < mutators_.size() && mutators_[m]->roots) return mutators_[m]->roots->root_name(kind, local);
+  return fmt::format("{} root {}", root_kind_name(kind), local);
+}
+
 void Heap::for_each_object(const std::function<void(Address)>& fn) const {
   if (options_.gc == GcPolicy::kSemiSpace) {
     for (Address a = from_begin_; a < bump_; a += object_size(a)) fn(a);

@@ -41,6 +41,7 @@
 // detach_mutator finish a pending sweep.
 #pragma once
 
+#include <objprof/heap_walk.h>
 #include <objprof/profiler.h>
 #include <objprof/result.h>
 
@@ -151,11 +152,18 @@ struct HeapStats {
 
 // Visits a root slot; the collector may overwrite it (the object moved).
 using RootFn = std::function<void(std::uint64_t& slot)>;
+// Visits a root for paths from roots (sim/heap_walker.h): its kind, a number the provider's
+// root_name turns into a name, and the object it refers to (never 0).
+using NamedRootFn = std::function<void(RootKind kind, std::uint64_t token, Address target)>;
 
 class RootProvider {
  public:
   virtual ~RootProvider() = default;
   virtual void visit_roots(const RootFn& fn) = 0;
+  // The roots of visit_roots with their kinds, in the same order, for the heap walker; the
+  // world is stopped. Default: kind "other", numbered in visit order.
+  virtual void visit_named_roots(const NamedRootFn& fn);
+  virtual std::string root_name(RootKind kind, std::uint64_t token) const;
 };
 
 // One attached mutator thread.
@@ -244,6 +252,15 @@ class Heap {
     std::uint64_t free_bytes = 0, gaps = 0, largest_gap = 0;
   };
   FreeSpace free_space() const;
+  // For the heap walker (sim/heap_walker.h), inside the profiler's gc_end, which the heap
+  // calls holding its mutex. Every root visit_all_roots visits, each with a kind and a token
+  // that root_name turns into a name: root providers (statics) first, then handles, then the
+  // mutators' frames, so that of equally short paths a leak's is the longest-lived root's.
+  void visit_named_roots(const NamedRootFn& fn);
+  std::string root_name(RootKind kind, std::uint64_t token) const;
+  // No mutator but the caller can change the heap now: a stop-the-world GC, or a lazy sweep
+  // ended by the only running mutator. False when a lazy sweep ends while others run.
+  bool world_stopped_for_walk() const { return running_ <= 1; }
 
   const HeapOptions& options() const { return options_; }
   Address base() const { return base_; }

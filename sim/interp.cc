@@ -44,6 +44,7 @@ struct DecodedFunction {
 
 struct Frame {
   std::vector<Value> regs;
+  const ir::Function* fn = nullptr;  // for root names (paths from roots)
 };
 
 struct ThreadCtx final : RootProvider {
@@ -62,6 +63,13 @@ struct ThreadCtx final : RootProvider {
       for (Value& v : f->regs)
         if (v.ref && v.v != 0) fn(v.v);
   }
+  // Token: frame index from the outermost << 24 | register.
+  void visit_named_roots(const NamedRootFn& fn) override {
+    for (std::size_t fi = 0; fi < frames.size(); ++fi)
+      for (std::size_t r = 0; r < frames[fi]->regs.size(); ++r)
+        if (const Value& v = frames[fi]->regs[r]; v.ref && v.v != 0) fn(RootKind::kStackFrame, (fi << 24) | r, v.v);
+  }
+  std::string root_name(RootKind, std::uint64_t token) const override;
 };
 
 // Static slots, shared by every thread. A mutex orders them (statics are rare next to field
@@ -74,6 +82,12 @@ struct Statics final : RootProvider {
     for (Value& s : slots)
       if (s.ref && s.v != 0) fn(s.v);
   }
+  void visit_named_roots(const NamedRootFn& fn) override {
+    std::lock_guard lk(mu);
+    for (std::size_t i = 0; i < slots.size(); ++i)
+      if (slots[i].ref && slots[i].v != 0) fn(RootKind::kStatic, i, slots[i].v);
+  }
+  std::string root_name(RootKind, std::uint64_t token) const override { return fmt::format("static {}", token); }
 };
 
 std::uint64_t splitmix(std::uint64_t& s) {
@@ -119,6 +133,15 @@ struct Interpreter::Impl {
   // exec<P> for the run's barrier policy, so rt::call can re-enter the dispatch.
   Result<Value> (*exec_any)(Impl& im, ThreadCtx& t, std::int32_t fi, const Value* args, std::size_t nargs) = nullptr;
 };
+
+// "thread listleak-0 frame 1 (main) v3": frames counted from the innermost, as stack traces do.
+std::string ThreadCtx::root_name(RootKind, std::uint64_t token) const {
+  const std::size_t fi = token >> 24, reg = token & 0xFF'FFFF;
+  const std::string thread = fmt::format("{}-{}", im->opt.module_name, tid);
+  if (fi >= frames.size()) return fmt::format("thread {} frame ? v{}", thread, reg);
+  const ir::Function* fn = frames[fi]->fn;
+  return fmt::format("thread {} frame {} ({}) v{}", thread, frames.size() - 1 - fi, fn ? fn->name : "?", reg);
+}
 
 Result<std::uint32_t> Interpreter::Impl::array_type(const std::string& elem) {
   if (auto it = array_types.find(elem); it != array_types.end()) return it->second;
@@ -323,6 +346,7 @@ Result<Value> Interpreter::Impl::exec(ThreadCtx& t, std::int32_t fi, const Value
   if (t.depth >= opt.max_depth)
     return make_error(ErrorCode::kOutOfRange, fmt::format("call depth above {} entering {}", opt.max_depth, f.ir->name));
   Frame frame;
+  frame.fn = f.ir;
   frame.regs.assign(f.ir->num_regs, Value{});
   for (std::size_t i = 0; i < nargs && i < f.ir->params.size(); ++i) frame.regs[f.ir->params[i]] = args[i];
   struct Push {

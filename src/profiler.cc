@@ -6,6 +6,7 @@
 #include "hook_checker.h"
 #include "leak_groups.h"
 #include "progress_clock.h"
+#include "leak_paths.h"
 #include "stale_tracker.h"
 
 #include <fmt/core.h>
@@ -106,6 +107,7 @@ struct ProfilerState {
   tbb::enumerable_thread_specific<CollectorLocal> collectors;
 
   StaleTracker tracker;
+  LeakPaths paths;  // with ProfilerOptions::heap_walker: paths from roots per (site, type)
   std::vector<std::pair<std::uint64_t, std::uint64_t>> words;  // scratch for bitmap harvests
   std::vector<MoveLog> gc_moves;                               // scratch for gc_end
   std::vector<RangeMoveLog> gc_ranges;
@@ -161,10 +163,12 @@ LeakReport make_report(const ProfilerState& st, const internal::StaleObject& o, 
   rep.last_access_epoch = epoch - o.idle_epochs;
   rep.epoch = epoch;
   rep.idle_bytes = o.idle_bytes;
+  rep.path = st.paths.path(o.site, o.type);
   return rep;
 }
 
 void name_group(const ProfilerState& st, LeakGroup& g) {
+  g.path = st.paths.path(g.site_id, g.type_id);
   if (auto it = st.types.find(g.type_id); it != st.types.end()) g.type_name = it->second.name;
   if (auto it = st.sites.find(g.site_id); it != st.sites.end()) {
     g.method = it->second.method;
@@ -217,6 +221,18 @@ void rebind_detached_owners(ProfilerState& st) {
     return it->second;
   });
   st.clocks.release_closed();
+}
+
+// Paths from roots, inside gc_end after the stale check: each group with newly stale objects
+// asks for a path to its most stale object (groups with a path or out of attempts ask for
+// nothing), then one walk of the runtime's heap answers them all, before the records are
+// written and the callbacks run. No request, no walk.
+void search_leak_paths(ProfilerState& st, const ProfilerOptions& o, const std::vector<LeakGroup>& groups) {
+  for (const LeakGroup& g : groups) st.paths.request(g.sample, g.site_id, g.type_id, o.path_attempts);
+  st.paths.search(*o.heap_walker, o.path_search, [&](std::uint32_t type) -> std::string_view {
+    const auto it = st.types.find(type);
+    return it == st.types.end() ? std::string_view() : std::string_view(it->second.name);
+  });
 }
 
 }  // namespace
@@ -310,7 +326,10 @@ Result<std::unique_ptr<Profiler>> Profiler::create(ProfilerOptions options) {
     sink = std::move(*file);
   }
   if (!options.on_leak && !options.on_leak_group && options.default_leak_printer)
-    options.on_leak_group = [](const LeakGroup& g) { std::fprintf(stderr, "%s\n", format_leak_group(g).c_str()); };
+    options.on_leak_group = [](const LeakGroup& g) {
+      std::fprintf(stderr, "%s\n", format_leak_group(g).c_str());
+      if (g.path) std::fprintf(stderr, "objprof:   path from a root: %s\n", format_path(*g.path).c_str());
+    };
   std::unique_ptr<Profiler> p(new Profiler(std::move(options)));
   if (sink) {
     auto writer = TraceWriter::create(std::move(sink), p->options_.chunk_payload);
@@ -755,6 +774,7 @@ Status Profiler::gc_end() {
     std::erase_if(groups, [](const LeakGroup& g) { return g.new_objects == 0; });
     internal::rank_objects(fresh);
   }
+  if (options_.heap_walker && !groups.empty()) search_leak_paths(st, options_, groups);
   {
     std::shared_lock<std::shared_mutex> lock(st.threads_mutex);
     for (const auto& t : st.threads) t->reset_cache();
@@ -769,6 +789,7 @@ Status Profiler::gc_end() {
         p = EventBuffer::put_u64(p, e - o.idle_epochs);
         EventBuffer::put_u64(p, e);
       }
+      st.paths.write(*st.control, e);
       std::uint8_t* p = st.control->begin_record(1 + 16);
       p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kGcEnd));
       p = EventBuffer::put_u64(p, e);
@@ -856,6 +877,7 @@ ProfilerStats Profiler::stats() const {
     s.protocol_errors = st.protocol_errors;
   }
   s.bits_harvested = st.bits_harvested;
+  s.path_searches = st.paths.searches();
   s.moves = st.moves;
   s.frees = st.frees;
   if (st.writer) {

@@ -269,6 +269,7 @@ class Decoder {
         v_.stale(s);
         break;
       }
+      case Tag::kPath: path(c); break;
       case Tag::kEnd: {
         const std::uint64_t epoch = c.u64("end epoch");
         const std::uint64_t bytes = c.u64("end bytes");
@@ -279,6 +280,43 @@ class Decoder {
         break;
       }
     }
+  }
+
+  void path(Cursor& c) {
+    if (version_ < 3) throw DecodeError{fmt::format("path record in a version {} trace", version_)};
+    PathEvent p;
+    p.epoch = c.u64("path epoch");
+    p.site = c.u32("path site");
+    p.type = c.u32("path type");
+    p.target = c.u64("path target");
+    const std::uint8_t status = c.u8("path status");
+    p.objects_visited = c.u64("path objects visited");
+    const std::uint8_t kind = c.u8("path root kind");
+    p.path.root_name = c.str("path root name");
+    const std::uint32_t total = c.u32("path total steps");
+    const std::uint16_t steps = c.u16("path step count");
+    if (!in_gc_ || p.epoch != epoch_) throw DecodeError{fmt::format("path record for epoch {} outside the GC of epoch {}", p.epoch, epoch_)};
+    if (status > kMaxPathStatus) throw DecodeError{fmt::format("path to {:#x} has unknown status {}", p.target, status)};
+    if (kind > kMaxRootKind) throw DecodeError{fmt::format("path to {:#x} has unknown root kind {}", p.target, kind)};
+    p.status = static_cast<PathStatus>(status);
+    p.path.root_kind = static_cast<RootKind>(kind);
+    check_in_space("path", "target", p.target, 0);
+    if (steps > total) throw DecodeError{fmt::format("path to {:#x} holds {} steps of a path of {}", p.target, steps, total)};
+    if (p.status == PathStatus::kFound && total == 0) throw DecodeError{fmt::format("path to {:#x} found with no step", p.target)};
+    if (p.status != PathStatus::kFound && (total != 0 || !p.path.root_name.empty()))
+      throw DecodeError{fmt::format("path to {:#x} with status '{}' has a root or steps", p.target, path_status_name(p.status))};
+    c.need(std::size_t{steps} * (8 + 4 + 2), "path steps");  // before allocating for them
+    p.path.steps.resize(steps);
+    for (PathStep& s : p.path.steps) {
+      s.addr = c.u64("path step address");
+      s.type_id = c.u32("path step type");
+      s.via = c.str("path step label");
+      check_in_space("path", "step address", s.addr, 0);
+    }
+    p.path.cut_steps = total - steps;
+    if (steps == total && steps > 0 && p.path.steps.back().addr != p.target)
+      throw DecodeError{fmt::format("path to {:#x} ends at {:#x}", p.target, p.path.steps.back().addr)};
+    v_.path(p);
   }
 
   void check_words(std::uint32_t space, std::uint64_t first, std::uint64_t count) {
@@ -446,6 +484,7 @@ class Collector final : public Visitor {
     c_.bitmaps.back().words.insert(c_.bitmaps.back().words.end(), w.begin(), w.end());
   }
   void stale(const StaleEvent& s) override { c_.stale.push_back(s); }
+  void path(const PathEvent& p) override { c_.paths.push_back(p); }
 
  private:
   Contents& c_;

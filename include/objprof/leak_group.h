@@ -8,6 +8,7 @@
 #pragma once
 
 #include "objprof/heap_space.h"
+#include "objprof/root_path.h"
 
 #include <cstdint>
 #include <string>
@@ -34,6 +35,10 @@ struct LeakGroup {
   Address sample = 0;
   std::uint64_t sample_size = 0;
   std::uint64_t epoch = 0;  // the epoch whose end this view describes
+  // Why it is still alive: a path from a GC root to one stale object of the group (found at
+  // the GC that first asked; path->steps.back() may be another object than `sample`), or null
+  // (no heap walker, or no path found yet). Owned by the profiler, valid while it lives.
+  const RootPath* path = nullptr;
 };
 
 // "objprof: possible leak: 12 objects (48 KiB) of Node allocated at ..." — the default printer.

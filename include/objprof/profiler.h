@@ -48,6 +48,13 @@
 // for stale_after_epochs epochs *and* a full collection (any other kind) has run since its last
 // access and left it alive.
 //
+// Paths from roots: with a HeapWalker (heap_walk.h, ProfilerOptions::heap_walker), the gc_end
+// that finds the first stale objects of a (site, type) pair walks the runtime's heap for a
+// shortest path from a GC root to one of them (path_search.h), writes it to the trace and
+// keeps it for every report of that pair (LeakReport::path). The walk runs inside gc_end, on
+// the collector thread, before the leak callbacks; a gc_end that finds no new suspect, or only
+// pairs that have a path already, does not call the walker at all.
+//
 // Epochs: epoch 0 runs from creation to the first gc_begin. The bits of epoch e are harvested
 // at gc_begin(e) (mutators are stopped, so the epoch's accesses are complete): the bitmap is
 // dumped into the trace, cleared and the thread caches reset; gc_end(e) applies the cycle's
@@ -59,6 +66,8 @@
 #include "objprof/barrier.h"
 #include "objprof/heap_space.h"
 #include "objprof/leak_group.h"
+#include "objprof/heap_walk.h"
+#include "objprof/path_search.h"
 #include "objprof/result.h"
 #include "objprof/thread_state.h"
 #include "objprof/trace_format.h"
@@ -106,6 +115,11 @@ struct LeakReport {
   std::uint64_t last_access_epoch = 0;
   std::uint64_t epoch = 0;  // the epoch whose end detected it
   std::uint64_t idle_bytes = 0;  // its owner thread's bytes allocated since the last access
+  // Why it is still alive: a path from a GC root to one stale object of this (site, type)
+  // pair (path->steps.back(), at the GC that found it; it may be another object than this
+  // one), or null (no heap walker, or no path found yet). Owned by the profiler, valid while
+  // it lives.
+  const RootPath* path = nullptr;
 };
 
 // "objprof: possible leak: ..." — the default callback's line.
@@ -157,6 +171,15 @@ struct ProfilerOptions {
   // Default: the message on stderr, then abort() when check_hooks is on (a debug check stops
   // at the first mistake), or go on without the refused event when it is off.
   std::function<void(const ProtocolError&)> on_protocol_error;
+  // Paths from roots to suspected leaks (see the top of this file): the runtime's heap walker,
+  // or null for none. It must outlive the profiler.
+  HeapWalker* heap_walker = nullptr;
+  // The budget of each search (objects visited, depth): it bounds the pause a search adds.
+  PathSearchOptions path_search;
+  // Searches of one (site, type) pair that find no path before the profiler stops trying
+  // (a pair whose objects lie beyond the budget would otherwise cost a search at every GC);
+  // 0: never search.
+  std::uint32_t path_attempts = 3;
 };
 
 struct ProfilerStats {
@@ -178,6 +201,7 @@ struct ProfilerStats {
   std::uint64_t threads_attached = 0;    // ThreadStates alive now (detached ones are freed)
   std::uint64_t threads_detached = 0;    // detach_thread calls so far
   std::uint64_t protocol_errors = 0;     // ProtocolErrors reported so far
+  std::uint64_t path_searches = 0;       // heap walks for paths from roots
 };
 
 namespace internal { class StaleTracker; struct ProfilerState; }

@@ -1,4 +1,4 @@
-// The objprof trace format, version 2: constants and record layouts shared by the writer
+// The objprof trace format, version 3: constants and record layouts shared by the writer
 // (event_buffer.h, trace_writer.h) and the reader (trace_reader.h). docs/trace-format.md is
 // the prose version of this file; keep the two in step.
 //
@@ -18,8 +18,9 @@
 namespace objprof::trace {
 
 inline constexpr char kMagic[8] = {'O', 'B', 'J', 'P', 'R', 'T', 'R', 'C'};
-inline constexpr std::uint32_t kVersion = 2;
-// Version 1 is version 2 without resize records; the reader reads both.
+inline constexpr std::uint32_t kVersion = 3;
+// Version 1 is version 2 without resize records, version 2 is version 3 without path records;
+// the reader reads all three.
 inline constexpr std::uint32_t kMinVersion = 1;
 inline constexpr std::size_t kPreambleBytes = 16;
 
@@ -52,9 +53,14 @@ enum class Tag : std::uint8_t {
   kStale = 14,        // u64 addr, u64 last_access_epoch, u64 epoch      (online leak report)
   kEnd = 15,          // u64 epoch, u64 bytes_allocated                  (clean end of trace)
   kResize = 16,       // u64 addr, u64 bytes: the object's footprint now  (thread = chunk stream; v2)
+  // A path from a GC root to a stale sample object of (site, type), searched at gc_end (v3):
+  //   u64 epoch, u32 site, u32 type, u64 target, u8 status (PathStatus), u64 objects_visited,
+  //   u8 root_kind (RootKind), str root_name, u32 total_steps, u16 step_count,
+  //   {u64 addr, u32 type, str via}*step_count          (the first steps of total_steps)
+  kPath = 17,
 };
 
-inline constexpr std::uint8_t kMaxTag = 16;
+inline constexpr std::uint8_t kMaxTag = 17;
 // Strings are u16 length + bytes (no terminator).
 inline constexpr std::size_t kMaxString = 0xFFFF;
 

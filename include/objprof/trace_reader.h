@@ -7,6 +7,7 @@
 #pragma once
 
 #include "objprof/result.h"
+#include "objprof/root_path.h"
 #include "objprof/trace_format.h"
 
 #include <cstddef>
@@ -63,6 +64,17 @@ struct FreeEvent { std::uint64_t addr = 0; std::uint64_t epoch = 0; };
 struct ResizeEvent { std::uint32_t thread = 0; std::uint64_t addr = 0, bytes = 0; std::uint64_t epoch = 0; };
 struct GcEvent { std::uint64_t epoch = 0; GcKind kind = GcKind::kFull; std::uint64_t bytes_allocated = 0; };
 struct StaleEvent { std::uint64_t addr = 0, last_access_epoch = 0, epoch = 0; };
+// The online tracker's search for a path from a GC root to `target`, a stale object of
+// (site, type), at the GC of `epoch` (trace version 3). path.steps.back() is the target when
+// found and not cut (path.cut_steps); type names are left empty (the trace has type records).
+struct PathEvent {
+  std::uint64_t epoch = 0;
+  std::uint32_t site = 0, type = 0;
+  std::uint64_t target = 0;
+  PathStatus status = PathStatus::kFound;
+  std::uint64_t objects_visited = 0;
+  RootPath path;
+};
 
 // Receives records in file order. Defaults ignore everything.
 class Visitor {
@@ -84,6 +96,7 @@ class Visitor {
   virtual void bitmap_words(std::uint32_t /*space*/, std::uint64_t /*epoch*/,
                             std::span<const std::pair<std::uint64_t, std::uint64_t>> /*index_word*/) {}
   virtual void stale(const StaleEvent&) {}
+  virtual void path(const PathEvent&) {}
   virtual void end(std::uint64_t /*epoch*/, std::uint64_t /*bytes_allocated*/) {}
 };
 
@@ -116,6 +129,7 @@ struct Contents {
   struct BitmapDump { std::uint32_t space; std::uint64_t epoch; std::vector<std::pair<std::uint64_t, std::uint64_t>> words; };
   std::vector<BitmapDump> bitmaps;
   std::vector<StaleEvent> stale;
+  std::vector<PathEvent> paths;
   ReadSummary summary;
   // Addresses marked in `epoch` (all spaces).
   std::vector<std::uint64_t> marked_addresses(std::uint64_t epoch) const;

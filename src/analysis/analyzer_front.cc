@@ -191,6 +191,13 @@ void Front::stale(const trace::StaleEvent& s) {
   emit(Event::kStale).x = s.addr;
 }
 
+void Front::path(const trace::PathEvent& p) {
+  // Few (one per leaking site and type), and about the objects' post-GC addresses: kept as
+  // they are, for the leak report; no event for the back half.
+  ++a_.stats.path_records;
+  a_.paths.push_back(p);
+}
+
 void Front::end(std::uint64_t epoch, std::uint64_t bytes_allocated) {
   a_.complete = true;
   a_.end_epoch = static_cast<std::uint32_t>(std::min<std::uint64_t>(epoch, kNoEpoch - 1));

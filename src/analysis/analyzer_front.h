@@ -42,6 +42,7 @@ class Front final : public trace::Visitor {
   void bitmap_words(std::uint32_t space, std::uint64_t epoch,
                     std::span<const std::pair<std::uint64_t, std::uint64_t>> index_word) override;
   void stale(const trace::StaleEvent& s) override;
+  void path(const trace::PathEvent& p) override;
   void end(std::uint64_t epoch, std::uint64_t bytes_allocated) override;
 
  private:

@@ -80,8 +80,27 @@ LeakReport LeakReportBuilder::finish(std::size_t top) const {
   for (LeakSite& l : r.sites) {
     l.oldest_chain = a_->objects.chain(l.oldest);
     l.oldest_metrics = object_metrics(*a_, l.oldest);
+    l.path = leak_site_path(*a_, l.site, a_->contexts[l.oldest_chain.context].type);
   }
   return r;
+}
+
+std::uint32_t leak_site_path(const TraceAnalysis& a, std::uint32_t site, std::uint32_t type) {
+  // Best: found, of the oldest object's type; then found, any type; then the last failure.
+  // The online tracker searches a (site, type) pair until it finds a path, so there are few.
+  std::uint32_t best = kNoIndex;
+  int best_rank = 0;
+  for (std::uint32_t i = 0; i < a.paths.size(); ++i) {
+    const trace::PathEvent& p = a.paths[i];
+    if (p.site != a.sites[site].id) continue;
+    const bool found = p.status == PathStatus::kFound;
+    const int rank = found ? (p.type == a.types[type].id ? 3 : 2) : 1;
+    if (rank > best_rank || (rank == 1 && best_rank == 1)) {
+      best = i;
+      best_rank = rank;
+    }
+  }
+  return best;
 }
 
 LeakReport leak_report(const TraceAnalysis& a, const LeakOptions& options, const ObjectFilter& filter, std::size_t top) {

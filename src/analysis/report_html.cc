@@ -3,6 +3,7 @@
 #include "chain_format.h"
 #include "fmt_format.h"
 #include "format_util.h"
+#include "path_format.h"
 #include "svg_chart.h"
 #include "text_table.h"
 
@@ -128,6 +129,8 @@ std::string render_html(const Report& r) {
       const LeakSite& s = r.leaks.sites[i];
       h.f("<p>#{} most stale object: {}, idle {} GCs</p><div class=\"chain\">{}</div>\n", i + 1, s.oldest_chain.id,
           s.oldest_metrics.idle_epochs, esc(internal::chain_text(a, s.oldest_chain, 40)));
+      if (s.path != kNoIndex)
+        h.f("<p>Path from a GC root:</p><div class=\"chain path\">{}</div>\n", esc(internal::path_text(a, a.paths[s.path])));
     }
   }
   h.out += "</section>\n";

@@ -2,6 +2,7 @@
 
 #include "chain_format.h"
 #include "json_writer.h"
+#include "path_format.h"
 
 #include <fmt/core.h>
 
@@ -86,6 +87,7 @@ std::string render_json(const Report& r) {
   j.field("inferred_deaths", a.stats.inferred_deaths);
   j.field("allocs_during_gc", a.stats.allocs_during_gc);
   j.field("stale_records", a.stats.stale_records);
+  j.field("path_records", a.stats.path_records);
   j.field("objects_considered", r.objects_considered);
   j.field("bytes_considered", r.bytes_considered);
   j.field("analyzer_peak_bytes", a.peak_memory_bytes);
@@ -124,6 +126,9 @@ std::string render_json(const Report& r) {
     j.field("reported_online", s.reported_online);
     j.key("oldest");
     internal::chain_json(j, a, s.oldest_chain, s.oldest_metrics);
+    j.key("path");
+    if (s.path == kNoIndex) j.null();
+    else internal::path_json(j, a, a.paths[s.path]);
     j.end_object();
   }
   j.end_array();

@@ -3,6 +3,7 @@
 #include "chain_format.h"
 #include "fmt_format.h"
 #include "format_util.h"
+#include "path_format.h"
 #include "text_table.h"
 
 #include <algorithm>
@@ -70,6 +71,7 @@ void leaks(std::string& out, const Report& r) {
                    a.types[ctx.type].defined ? a.types[ctx.type].name : fmt::format("type#{}", a.types[ctx.type].id),
                    human_bytes(c.size), a.threads[ctx.thread].name.empty() ? fmt::format("#{}", a.threads[ctx.thread].id) : a.threads[ctx.thread].name,
                    s.oldest_metrics.idle_epochs, human_bytes(s.oldest_metrics.idle_bytes), internal::chain_text(a, c));
+    if (s.path != kNoIndex) fmt::format_to(o, "      path from a root: {}\n", internal::path_text(a, a.paths[s.path]));
   }
 }
 

@@ -96,7 +96,13 @@ TraceAnalysis awkward_trace() {
   }
   b.gc({0x10000, 0x11000}, {0x11020, 0x11040}, {{0x10040, 0x12000}});
   arrays.push_back(0x10000);
-  for (int e = 0; e < 6; ++e) b.gc(arrays);
+  for (int e = 0; e < 5; ++e) b.gc(arrays);
+  // The online tracker's path to one of the untouched maps, with a root name to escape.
+  b.gc_begin();
+  b.bitmap(arrays);
+  b.path_found(1, 1, static_cast<std::uint8_t>(RootKind::kStatic), "static \"evil\" <b>",
+               {{0x11060, 2, ""}, {0x10080, 1, "[3]"}});
+  b.gc_end();
   b.thread_end(1);
   b.end();
   auto r = analyze(b.take());
@@ -131,6 +137,17 @@ TEST_CASE("JSON report validates against docs/report.schema.json", "[analysis][o
     CHECK(doc["totals"]["objects"] == 26);
     CHECK(doc["leaks"]["sites"].size() == 1);  // the five untouched maps
     CHECK(doc["leaks"]["sites"][0]["site"] == "Cache.put,\"evil\" <b>&@7");
+    const json& path = doc["leaks"]["sites"][0]["path"];
+    CHECK(path["status"] == "found");
+    CHECK(path["epoch"] == 6);
+    CHECK(path["root_kind"] == "static");
+    CHECK(path["root_name"] == "static \"evil\" <b>");
+    REQUIRE(path["steps"].size() == 2);
+    CHECK(path["steps"][0]["type"] == "byte[]");
+    CHECK(path["steps"][1]["addr"] == "0x10080");
+    CHECK(path["steps"][1]["type"] == "Map<K, \"V\">");
+    CHECK(path["steps"][1]["via"] == "[3]");
+    CHECK(doc["totals"]["path_records"] == 1);
     CHECK(doc["diff"].is_null() != diff);
     CHECK(doc["cohorts"]["cohorts"][0]["live_bytes"].size() == doc["timeline"]["epochs"].size());
   }
@@ -221,6 +238,7 @@ TEST_CASE("text report: every section, readable numbers", "[analysis][output]") 
     CHECK(t.find(s) != std::string::npos);
   CHECK(t.find("Cache.put") != std::string::npos);
   CHECK(t.find("<(") != std::string::npos);  // a chain in the paper's notation
+  CHECK(t.find("path from a root: static \"evil\" <b> -> (byte[] 0x11060)[3] -> (Map<K, \"V\"> 0x10080) (GC 6)") != std::string::npos);
 }
 
 TEST_CASE("HTML report: one self-contained page with its charts, names escaped", "[analysis][output]") {
@@ -236,6 +254,8 @@ TEST_CASE("HTML report: one self-contained page with its charts, names escaped",
   CHECK(h.find("class=\"alloc\"") != std::string::npos);
   CHECK(h.find("Cache.put,&quot;evil&quot; &lt;b&gt;&amp;@7") != std::string::npos);
   CHECK(h.find("<b>&") == std::string::npos);
+  CHECK(h.find("static &quot;evil&quot; &lt;b&gt; -&gt; (byte[] 0x11060)[3]") != std::string::npos);  // the path
+  CHECK(h.find("<b>") == std::string::npos);
   CHECK(h.find("<script") == std::string::npos);
   CHECK(h.find("http://") == h.find("http://www.w3.org/2000/svg"));  // nothing external but the SVG namespace
 }

@@ -134,6 +134,41 @@ class TraceBuilder {
     EventBuffer::put_u64(p, epoch_);
     control_->flush();
   }
+  // A path record (trace version 3) as given, valid or not: tests of the reader's checks.
+  struct PathStep {
+    std::uint64_t addr;
+    std::uint32_t type;
+    std::string via;
+  };
+  void path(std::uint32_t site, std::uint32_t type, std::uint64_t target, std::uint8_t status, std::uint8_t root_kind,
+            const std::string& root_name, const std::vector<PathStep>& steps, std::uint32_t total_steps,
+            std::uint64_t visited = 10, int claimed_steps = -1) {
+    std::size_t n = 1 + 8 + 4 + 4 + 8 + 1 + 8 + 1 + EventBuffer::string_bytes(root_name) + 4 + 2;
+    for (const PathStep& s : steps) n += 8 + 4 + EventBuffer::string_bytes(s.via);
+    std::uint8_t* p = control_->begin_record(n);
+    p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kPath));
+    p = EventBuffer::put_u64(p, epoch_);
+    p = EventBuffer::put_u32(p, site);
+    p = EventBuffer::put_u32(p, type);
+    p = EventBuffer::put_u64(p, target);
+    p = EventBuffer::put_u8(p, status);
+    p = EventBuffer::put_u64(p, visited);
+    p = EventBuffer::put_u8(p, root_kind);
+    p = EventBuffer::put_string(p, root_name);
+    p = EventBuffer::put_u32(p, total_steps);
+    p = EventBuffer::put_u16(p, static_cast<std::uint16_t>(claimed_steps >= 0 ? claimed_steps : static_cast<int>(steps.size())));
+    for (const PathStep& s : steps) {
+      p = EventBuffer::put_u64(p, s.addr);
+      p = EventBuffer::put_u32(p, s.type);
+      p = EventBuffer::put_string(p, s.via);
+    }
+    control_->flush();
+  }
+  // A found path, complete, ending at its last step.
+  void path_found(std::uint32_t site, std::uint32_t type, std::uint8_t root_kind, const std::string& root_name,
+                  const std::vector<PathStep>& steps) {
+    path(site, type, steps.back().addr, 0, root_kind, root_name, steps, static_cast<std::uint32_t>(steps.size()));
+  }
   void gc_end() {
     std::uint8_t* p = control_->begin_record(1 + 16);
     p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kGcEnd));

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `objprof run`'s online leak report on the ListLeak workload: under each collector it finds
-# the one leaking site as one grouped entry, writes the same group as JSON (--leaks-json), shows
+# the one leaking site as one grouped entry with its path from a root (the list's static), writes the same group as JSON (--leaks-json), shows
 # the per-object view on request, and refuses bad options with a message and exit status 1.
 # Usage: run_leak_report.sh BIN_DIR   (EMULATOR: e.g. qemu-aarch64 for a cross build)
 set -euo pipefail
@@ -18,6 +18,9 @@ for gc in semispace marksweep lazysweep; do
   grep -q '"method": "main"' "$work/$gc.json" || fail "$gc: JSON names no method main"
   grep -q '"objects": 1,' "$work/$gc.json" || fail "$gc: JSON group is not one object"
   grep -q '"stale_after_bytes": "auto"' "$work/$gc.json" || fail "$gc: JSON lacks the clock's setting"
+  grep -q "path from a root: static 0 -> (ListLeak\[\] 0x[0-9a-f]*)\[0\] -> (ListLeak 0x" "$work/$gc.out" \
+    || fail "$gc: expected the path from the list's static through element 0"
+  grep -q '"root_kind": "static"' "$work/$gc.json" || fail "$gc: JSON group has no path from a static"
 done
 
 run listleak --quiet --leak-view=objects >"$work/objects.out" 2>&1 || fail "objects view: exit $?"

@@ -66,7 +66,17 @@ class Printer final : public trace::Visitor {
     ++stale_reports;
     if (records_) fmt::print("[{}] stale {:#x} (last access epoch {})\n", s.epoch, s.addr, s.last_access_epoch);
   }
-  std::uint64_t types = 0, sites = 0, threads = 0, allocs = 0, bytes = 0, moves = 0, frees = 0, gcs = 0, marks = 0, stale_reports = 0;
+  void path(const trace::PathEvent& p) override {
+    ++paths;
+    if (!records_) return;
+    if (p.status == PathStatus::kFound)
+      fmt::print("[{}] path site {} type {} to {:#x}: {}\n", p.epoch, p.site, p.type, p.target, format_path(p.path));
+    else
+      fmt::print("[{}] path site {} type {} to {:#x}: none ({} after {} objects)\n", p.epoch, p.site, p.type, p.target,
+                 path_status_name(p.status), p.objects_visited);
+  }
+  std::uint64_t types = 0, sites = 0, threads = 0, allocs = 0, bytes = 0, moves = 0, frees = 0, gcs = 0, marks = 0, stale_reports = 0,
+                paths = 0;
 
  private:
   bool records_;
@@ -80,8 +90,8 @@ int run_dump(const DumpOptions& opt) {
     return 1;
   }
   fmt::print("{} chunks, {} records, {} bytes\n", r->chunks, r->records, r->bytes);
-  fmt::print("{} types, {} sites, {} threads; {} allocs ({} bytes), {} moves, {} frees, {} GCs, {} marked granules, {} stale reports\n",
-             p.types, p.sites, p.threads, p.allocs, p.bytes, p.moves, p.frees, p.gcs, p.marks, p.stale_reports);
+  fmt::print("{} types, {} sites, {} threads; {} allocs ({} bytes), {} moves, {} frees, {} GCs, {} marked granules, {} stale reports, {} path searches\n",
+             p.types, p.sites, p.threads, p.allocs, p.bytes, p.moves, p.frees, p.gcs, p.marks, p.stale_reports, p.paths);
   if (!r->warning.empty()) fmt::print(stderr, "objprof dump: warning: {}\n", r->warning);
   return 0;
 }

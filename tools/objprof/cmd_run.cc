@@ -7,16 +7,19 @@
 
 #include "sim/jit/jit.h"
 #include "sim/heap.h"
+#include "sim/heap_walker.h"
 #include "sim/interp.h"
 #include "sim/workloads.h"
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace objprof::cli {
 namespace {
@@ -39,6 +42,7 @@ struct RunOptions {
   bool quiet = false;
   std::string exec = "interp";
   bool verbose = false;
+  bool no_paths = false;
 };
 
 int fail(const std::string& msg) {
@@ -96,8 +100,17 @@ int run(const RunOptions& o) {
     return fail("--leak-view must be groups or objects, not '" + o.leak_view + "'");
   po.min_tracked_size = o.min_size;
   po.trace_path = o.trace;
+  // Paths from roots: the sim walks its heap for the profiler (bound to the heap below).
+  sim::SimHeapWalker walker;
+  if (!o.no_paths) po.heap_walker = &walker;
+  std::vector<const RootPath*> printed;  // each group's path once
   po.on_leak_group = [&](const LeakGroup& g) {
-    if (!o.quiet) fmt::print("  [gc {:>3}] {}\n", g.epoch + 1, format_leak_group(g));
+    if (o.quiet) return;
+    fmt::print("  [gc {:>3}] {}\n", g.epoch + 1, format_leak_group(g));
+    if (g.path && std::find(printed.begin(), printed.end(), g.path) == printed.end()) {
+      printed.push_back(g.path);
+      fmt::print("            path from a root: {}\n", format_path(*g.path));
+    }
   };
   auto created = Profiler::create(std::move(po));
   if (!created.ok()) return fail(created.error().message);
@@ -106,6 +119,13 @@ int run(const RunOptions& o) {
   auto heap = sim::Heap::create(ho, &prof);
   if (!heap.ok()) return fail(heap.error().message);
   sim::Heap& h = **heap;
+  walker.set_heap(&h);
+  // Unbound before the heap goes: a profiler destroyed on an error path with a lazy sweep's
+  // bracket open closes it (gc_end), and must not walk a freed heap then.
+  struct Unbind {
+    sim::SimHeapWalker& w;
+    ~Unbind() { w.set_heap(nullptr); }
+  } unbind{walker};
   h.on_gc = [&](const sim::GcInfo& g) {
     if (o.quiet) return;
     const bool show = g.index <= 8 || (g.index & (g.index - 1)) == 0 || g.index % 100 == 0;
@@ -192,6 +212,7 @@ const RegisterCommand kRun([](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--seed", opt->seed, "seed of sys.rand");
   cmd->add_flag("--quiet", opt->quiet, "no progress lines");
   cmd->add_option("--exec", opt->exec, "interp (the IR interpreter) or jit (compiled with asmjit; what it cannot compile is interpreted)");
+  cmd->add_flag("--no-paths", opt->no_paths, "do not search paths from GC roots to the leaks (the sim's heap walker)");
   cmd->add_flag("--verbose", opt->verbose, "with --exec=jit: say which functions run compiled, and why the others do not");
   return [opt] { return run(*opt); };
 });

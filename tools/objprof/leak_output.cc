@@ -31,6 +31,7 @@ std::string format_leak_groups(const std::vector<LeakGroup>& groups, std::size_t
         i + 1, type_label(g.type_name), site_label(g.method, g.bytecode_offset), g.site_id, g.objects,
         g.objects == 1 ? "" : "s", g.bytes, g.score, g.oldest_idle_epochs, g.typical_idle_epochs, g.first_detected,
         g.last_detected, g.sample, g.sample_size);
+    if (g.path) out += fmt::format("      path from a root: {}\n", format_path(*g.path));
   }
   if (groups.size() > top) out += fmt::format("  ... {} more sites\n", groups.size() - top);
   return out;
@@ -76,6 +77,22 @@ nlohmann::json leak_groups_json(const std::vector<LeakGroup>& groups, const Prof
     j["last_detected_epoch"] = g.last_detected;
     j["sample_address"] = g.sample;
     j["sample_size"] = g.sample_size;
+    if (g.path) {
+      nlohmann::json path;
+      path["root_kind"] = root_kind_name(g.path->root_kind);
+      path["root"] = g.path->root_name;
+      nlohmann::json steps = nlohmann::json::array();
+      for (const PathStep& step : g.path->steps) {
+        nlohmann::json js;
+        js["address"] = step.addr;
+        js["type"] = step.type_name;
+        js["via"] = step.via;
+        steps.push_back(std::move(js));
+      }
+      path["steps"] = std::move(steps);
+      path["text"] = format_path(*g.path);
+      j["path"] = std::move(path);
+    }
     list.push_back(std::move(j));
   }
   out["groups"] = std::move(list);

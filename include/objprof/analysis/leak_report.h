@@ -32,6 +32,10 @@ struct LeakSite {
   ObjectId oldest = 0;                 // the most stale object (ties: larger, then older)
   Chain oldest_chain;
   ObjectMetrics oldest_metrics;
+  // The online tracker's path from a GC root to a stale object of this site, an index into
+  // TraceAnalysis::paths, or kNoIndex: a path found (for the oldest object's type if there is
+  // one), else the last search that found none.
+  std::uint32_t path = kNoIndex;
 };
 
 struct LeakReport {
@@ -58,6 +62,9 @@ class LeakReportBuilder {
   LeakOptions opt_;
   std::vector<Acc> acc_;
 };
+
+// The path record shown for a leak site (LeakSite::path).
+std::uint32_t leak_site_path(const TraceAnalysis& a, std::uint32_t site, std::uint32_t type);
 
 LeakReport leak_report(const TraceAnalysis& a, const LeakOptions& options, const ObjectFilter& filter = {},
                        std::size_t top = SIZE_MAX);

@@ -85,6 +85,7 @@ struct AnalysisStats {
   std::uint64_t inferred_deaths = 0;   // deaths deduced from address reuse (no free record)
   std::uint64_t allocs_during_gc = 0;
   std::uint64_t stale_records = 0;     // online leak reports in the trace
+  std::uint64_t path_records = 0;      // online searches for paths from roots (trace version 3)
   std::uint64_t peak_live_objects = 0;
   // Object events the analyzer processed: allocations, moves, frees and access bits (each
   // bit is one access event, as in the paper). The unit of the throughput target.
@@ -118,6 +119,8 @@ struct TraceAnalysis {
   std::uint32_t last_full_gc = kNoEpoch;
 
   std::unordered_map<std::uint32_t, std::uint32_t> site_index, type_index, thread_index;  // id -> index
+  // The online tracker's searches for paths from GC roots to stale objects, in file order.
+  std::vector<trace::PathEvent> paths;
 
   // Bytes-allocated clock at the start of GC `epoch` (deaths in it happen at this time); the
   // end of the trace for epochs past the last GC.
