@@ -24,6 +24,7 @@
 #include "lua.h"
 
 #include "objprof_lua_options.h"
+#include "objprof_lua_walker.h"
 
 #include <objprof/profiler.h>
 
@@ -113,6 +114,7 @@ struct Vm {
   const objprof::BarrierDescriptor* space = nullptr;
   objprof::SpaceId space_id = 0;
   lua_State* main = nullptr;
+  LuaHeapWalker walker;  // paths from roots for the report (bound to the state at its first hook)
   bool closed = false;
   // Sites: "source:line" -> id, and per prototype a pc -> id cache (0 = not yet looked up).
   std::unordered_map<std::string, std::uint32_t> site_ids;
@@ -254,7 +256,11 @@ void report(Vm& vm, lua_State* L) {
   if (!vm.opt.report) return;
   const std::vector<objprof::LeakReport> leaks = vm.prof->possible_leaks();
   if (leaks.empty()) return;
-  struct Group { std::string site, type; std::uint64_t bytes = 0, objects = 0, idle = 0, score = 0; };
+  struct Group {
+    std::string site, type;
+    std::uint64_t bytes = 0, objects = 0, idle = 0, score = 0;
+    const objprof::RootPath* path = nullptr;
+  };
   std::map<std::pair<std::uint32_t, std::string>, Group> groups;
   std::uint64_t shown = 0;
   for (const objprof::LeakReport& r : leaks) {
@@ -270,6 +276,7 @@ void report(Vm& vm, lua_State* L) {
     ++g.objects;
     g.idle = std::max(g.idle, r.epoch - r.last_access_epoch);
     g.score += r.size * (r.epoch - r.last_access_epoch);
+    if (!g.path) g.path = r.path;
   }
   if (shown == 0) return;
   std::vector<Group> order;
@@ -281,9 +288,11 @@ void report(Vm& vm, lua_State* L) {
       "objprof: {} possible leak{} at exit: objects idle for at least {} GCs, holding at least {} bytes; "
       "most stale bytes first\n",
       shown, shown == 1 ? "" : "s", vm.opt.stale_after, vm.opt.min_size);
-  for (const Group& g : order)
+  for (const Group& g : order) {
     out += fmt::format("objprof:   {}  {}  {} in {} object{}, idle for {} GCs\n", g.site, g.type, human_bytes(g.bytes),
                        g.objects, g.objects == 1 ? "" : "s", g.idle);
+    if (g.path) out += fmt::format("objprof:     path from a root: {}\n", objprof::format_path(*g.path));
+  }
   std::fputs(out.c_str(), stderr);
 }
 
@@ -330,6 +339,7 @@ Vm* create_vm() {
   po.min_tracked_size = vm->opt.min_size;
   po.trace_path = vm->opt.trace_path;
   po.default_leak_printer = false;  // the report at exit groups them (report())
+  po.heap_walker = &vm->walker;
   auto prof = objprof::Profiler::create(std::move(po));
   if (!prof.ok()) {
     std::fprintf(stderr, "objprof-lua: %s\n", prof.error().message.c_str());
@@ -381,7 +391,10 @@ void init(GlobalHook& hook, Alloc frealloc, void* ud) noexcept {
 void on_newobj(lua_State* L, GCObject* o, std::size_t size) {
   Vm* vm = vm_of(L);
   if (!vm) return;
-  if (!vm->main) vm->main = G(L)->mainthread;
+  if (!vm->main) {
+    vm->main = G(L)->mainthread;
+    vm->walker.set_state(vm->main);
+  }
   const std::uint32_t site = site_of(*vm, L);
   const auto addr = reinterpret_cast<Address>(o);
   if (o->tt == LUA_VTABLE || o->tt == LUA_VTHREAD) vm->recent[Vm::recent_slot(addr)] = {addr, site};

@@ -70,6 +70,15 @@ case "$mode" in
           echo "FAIL ($gc): expected $want first; the report was:"; cat "$work/err"; exit 1
         fi
         echo "$gc: $first"
+        # Each "-- PATH: text" line of the script: the report's first path from a root says it.
+        path="$(grep -m1 '^objprof:     path from a root: ' "$work/err" || true)"
+        while IFS= read -r expect; do
+          [[ -z "$expect" ]] && continue
+          if [[ "$path" != *"$expect"* ]]; then
+            echo "FAIL ($gc): expected the path from a root to say \"$expect\"; the report was:"; cat "$work/err"; exit 1
+          fi
+        done < <(sed -n 's/^.*-- PATH: //p' "$script")
+        [[ -n "$path" ]] && echo "$gc: ${path#objprof:     }"
       fi
     done
     ;;

@@ -21,3 +21,5 @@ for i = 1, 6000 do
 end
 for _ = 1, 300 do n = n + churn() end
 print("parked", #parked, n)
+-- PATH: local 'parked' of the main chunk (
+-- PATH: -> (thread 0x

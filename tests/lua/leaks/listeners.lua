@@ -20,3 +20,5 @@ for id = 1, 8000 do
 end
 for _ = 1, 300 do n = n + churn() end
 print("widgets", #listeners, n)
+-- PATH: local 'listeners' of the main chunk (
+-- PATH: ).buffer -> (table 0x

@@ -18,3 +18,5 @@ for n = 1, 20000 do
 end
 for _ = 1, 300 do total = total + churn() end
 print("total", total)
+-- PATH: local 'cache' of the main chunk (
+-- PATH: memo_cache.lua) -> (table 0x
