@@ -75,6 +75,7 @@ std::string setup(Setup& s, const sim::LoadedWorkload* wl, const Scale& scale, s
   po.default_leak_printer = false;
   po.on_leak = {};
   po.stale_after_epochs = 1;
+  po.stale_after_bytes = 0;  // GC_K alone: the timed GCs are forced, with no allocation between them
   if (mode != Mode::kOff) po.heap_walker = &s.walker;
   s.prof = std::move(*Profiler::create(std::move(po)));
   sim::HeapOptions ho;
