@@ -58,24 +58,48 @@ void stack_references(lua_State* th, objprof::ReferenceVisitor& out) {
     if (const objprof::Address a = address_of(s2v(s))) out.element(i, a);
 }
 
-// "local 'cache' of the main chunk (memo.lua)" for a main-thread stack slot: the frame whose
-// registers hold it and, for a Lua function, the local's name at the frame's current pc.
-std::string stack_slot_name(lua_State* L, std::uint64_t slot) {
-  const StkId at = L->stack + slot;
+// What holds a main-thread stack slot: the frame whose registers hold it and, for a Lua
+// function, the local's name at the frame's current pc (null for a temporary register).
+struct SlotOwner {
+  bool found = false, lua = false;
+  const Proto* p = nullptr;
+  const char* local = nullptr;
+};
+
+SlotOwner slot_owner(lua_State* L, StkId at) {
+  SlotOwner o;
   for (CallInfo* ci = L->ci; ci != nullptr; ci = ci->previous) {
     if (at <= ci->func) continue;  // below this frame's registers: an older frame's
-    if (!isLua(ci)) return fmt::format("Lua main thread stack slot {} (a C function's frame)", slot);
-    const Proto* p = ci_func(ci)->p;
-    const int local = static_cast<int>(at - ci->func);  // registers count from 1
-    const char* name = luaF_getlocalname(p, local, pcRel(ci->u.l.savedpc, p));
-    std::string source = p->source ? std::string(getstr(p->source), tsslen(p->source)) : "?";
-    if (source.starts_with('@') || source.starts_with('=')) source.erase(0, 1);  // a file name, or a given name
-    const std::string where = p->linedefined == 0 ? fmt::format("the main chunk ({})", source)
-                                                  : fmt::format("the function at {}:{}", source, p->linedefined);
-    if (name) return fmt::format("local '{}' of {}", name, where);
-    return fmt::format("Lua main thread stack slot {} (a temporary of {})", slot, where);
+    o.found = true;
+    o.lua = isLua(ci);
+    if (o.lua) {
+      o.p = ci_func(ci)->p;
+      o.local = luaF_getlocalname(o.p, static_cast<int>(at - ci->func), pcRel(ci->u.l.savedpc, o.p));  // registers count from 1
+    }
+    return o;
   }
-  return fmt::format("Lua main thread stack slot {}", slot);
+  return o;
+}
+
+// A temporary register of a Lua frame is not a root worth showing: what it holds for an
+// instruction or two (a global loaded to index it, a call's arguments) is held by something
+// lasting too, and a path through it would change with where the GC struck.
+bool is_root_slot(lua_State* L, StkId at) {
+  const SlotOwner o = slot_owner(L, at);
+  return !o.found || !o.lua || o.local != nullptr;
+}
+
+// "local 'cache' of the main chunk (memo.lua)".
+std::string stack_slot_name(lua_State* L, std::uint64_t slot) {
+  const SlotOwner o = slot_owner(L, L->stack + slot);
+  if (!o.found) return fmt::format("Lua main thread stack slot {}", slot);
+  if (!o.lua) return fmt::format("Lua main thread stack slot {} (a C function's frame)", slot);
+  std::string source = o.p->source ? std::string(getstr(o.p->source), tsslen(o.p->source)) : "?";
+  if (source.starts_with('@') || source.starts_with('=')) source.erase(0, 1);  // a file name, or a given name
+  const std::string where = o.p->linedefined == 0 ? fmt::format("the main chunk ({})", source)
+                                                  : fmt::format("the function at {}:{}", source, o.p->linedefined);
+  if (o.local) return fmt::format("local '{}' of {}", o.local, where);
+  return fmt::format("Lua main thread stack slot {} (a temporary of {})", slot, where);
 }
 
 }  // namespace
@@ -88,7 +112,8 @@ void LuaHeapWalker::roots(objprof::RootVisitor& out) {
   lua_State* main = g->mainthread;
   std::uint64_t i = 0;
   for (StkId s = main->stack; s < main->top; ++s, ++i)
-    if (const objprof::Address a = address_of(s2v(s))) out.root(objprof::RootKind::kStackFrame, i, a);
+    if (const objprof::Address a = address_of(s2v(s)); a && is_root_slot(main, s))
+      out.root(objprof::RootKind::kStackFrame, i, a);
   for (int t = 0; t < LUA_NUMTAGS; ++t)
     if (g->mt[t]) out.root(objprof::RootKind::kOther, static_cast<std::uint64_t>(t), reinterpret_cast<objprof::Address>(g->mt[t]));
 }

@@ -2,7 +2,9 @@
 // which table, global, upvalue or stack slot keeps a leaked object alive.
 //
 // Roots, longest-lived first (of equally short paths, the search keeps the first root's): the
-// globals table (`_G`), the registry, the main thread's stack slots, the basic types'
+// globals table (`_G`), the registry, the main thread's stack slots (named locals of Lua
+// frames and C frames' slots: a Lua frame's temporaries hold something for an instruction or
+// two, and a path through one would depend on where the GC struck), the basic types'
 // metatables. References: a table's metatable, array part (element i), hash part (a string key
 // is a field name, an integer key an element; other keys are shown as "[key]", and collectable
 // keys are references too), a Lua closure's upvalues (by name) and prototype, a C closure's
