@@ -20,6 +20,7 @@ add_custom_target(objprof_stage_install
 # Everything cmake/install.cmake installs must be built first.
 add_dependencies(objprof_stage_install ${objprof_layer_targets})
 
+string(TOUPPER "${CMAKE_BUILD_TYPE}" _lua_build_type)
 set(lua_cxx_flags "")
 set(lua_link_flags "")
 if(OBJPROF_SANITIZE)
@@ -31,6 +32,7 @@ set(lua_args
   -DCMAKE_PREFIX_PATH=${objprof_stage}
   -DLUA_SOURCE_DIR=${OBJPROF_LUA_SOURCE_DIR}
   -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE}
+  "-DCMAKE_CXX_FLAGS_${_lua_build_type}=${CMAKE_CXX_FLAGS_${_lua_build_type}}"
   -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER}
   -DCMAKE_CXX_FLAGS=${lua_cxx_flags}
   -DCMAKE_EXE_LINKER_FLAGS=${lua_link_flags}
