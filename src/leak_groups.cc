@@ -1,5 +1,7 @@
 #include "leak_groups.h"
 
+#include "objprof/profiler.h"
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -8,9 +10,7 @@
 namespace objprof {
 
 std::string format_leak_group(const LeakGroup& g) {
-  const std::string_view method = g.method.empty() ? std::string_view("<unknown method>") : g.method;
-  const std::string where = g.bytecode_offset == 0xFFFF'FFFFu ? std::string(method)
-                                                                : fmt::format("{} bci {}", method, g.bytecode_offset);
+  const std::string where = format_site(g.method, g.bytecode_offset);
   const std::string_view type = g.type_name.empty() ? std::string_view("<unknown type>") : g.type_name;
   return fmt::format(
       "objprof: possible leak: {} object{} ({} bytes) of {} allocated at {} (site {}), idle for {} GCs (median {}), "
@@ -33,7 +33,7 @@ bool more_stale(const StaleObject& a, const StaleObject& b) {
 }  // namespace
 
 std::vector<LeakGroup> group_stale(std::vector<StaleObject>& objects, std::uint64_t epoch,
-                                   std::unordered_map<std::uint64_t, Detection>& detections, bool record) {
+                                   const std::unordered_map<std::uint64_t, Detection>& detections) {
   // Sorted by group, then most stale first: each group is one run, its first object the sample.
   std::sort(objects.begin(), objects.end(), [](const StaleObject& a, const StaleObject& b) {
     if (a.site != b.site || a.type != b.type) return std::tie(a.site, a.type) < std::tie(b.site, b.type);
@@ -60,14 +60,7 @@ std::vector<LeakGroup> group_stale(std::vector<StaleObject>& objects, std::uint6
     // The run is ordered by idle epochs, descending: its middle is the median.
     g.typical_idle_epochs = objects[i + (j - i) / 2].idle_epochs;
     Detection d;
-    if (record && g.new_objects > 0) {
-      Detection& stored = detections[group_key(g.site_id, g.type_id)];
-      if (stored.first == 0) stored.first = epoch + 1;  // stored one past, so 0 means never
-      stored.last = epoch + 1;
-      d = stored;
-    } else if (auto it = detections.find(group_key(g.site_id, g.type_id)); it != detections.end()) {
-      d = it->second;
-    }
+    if (auto it = detections.find(group_key(g.site_id, g.type_id)); it != detections.end()) d = it->second;
     g.first_detected = d.first ? d.first - 1 : epoch;
     g.last_detected = d.last ? d.last - 1 : epoch;
     groups.push_back(g);
@@ -79,6 +72,18 @@ std::vector<LeakGroup> group_stale(std::vector<StaleObject>& objects, std::uint6
     return std::tie(a.site_id, a.type_id) < std::tie(b.site_id, b.type_id);
   });
   return groups;
+}
+
+void record_detections(std::vector<LeakGroup>& groups, std::uint64_t epoch,
+                       std::unordered_map<std::uint64_t, Detection>& detections) {
+  for (LeakGroup& g : groups) {
+    if (g.new_objects == 0) continue;
+    Detection& stored = detections[group_key(g.site_id, g.type_id)];
+    if (stored.first == 0) stored.first = epoch + 1;  // stored one past, so 0 means never
+    stored.last = epoch + 1;
+    g.first_detected = stored.first - 1;
+    g.last_detected = epoch;
+  }
 }
 
 void rank_objects(std::vector<StaleObject>& objects) {

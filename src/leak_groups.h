@@ -23,11 +23,15 @@ struct Detection {
 };
 
 // Groups `objects` by (site, type) and ranks them: score, then bytes, then site and type ids,
-// so the order does not depend on the tracker's layout. Groups with new objects record this
-// check in `detections` (first/last); every group takes its first/last from there. Names are
-// left for the caller to fill.
+// so the order does not depend on the tracker's layout. Each group takes its first/last
+// detection from `detections` (this check's epoch if never detected). Names are left for the
+// caller to fill.
 std::vector<LeakGroup> group_stale(std::vector<StaleObject>& objects, std::uint64_t epoch,
-                                   std::unordered_map<std::uint64_t, Detection>& detections, bool record);
+                                   const std::unordered_map<std::uint64_t, Detection>& detections);
+
+// gc_end's check: groups with new objects record this detection (first/last) in `detections`.
+void record_detections(std::vector<LeakGroup>& groups, std::uint64_t epoch,
+                       std::unordered_map<std::uint64_t, Detection>& detections);
 
 // Orders stale objects for the per-object view: most stale bytes first (size x idle epochs),
 // then by address.

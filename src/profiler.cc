@@ -176,13 +176,15 @@ void name_group(const ProfilerState& st, LeakGroup& g) {
   }
 }
 
-// The stale check at the end of `epoch`: fills st.stale with every stale object; with `mark`,
-// those not reported before are flagged new and marked reported.
-void collect_stale(ProfilerState& st, const ProfilerOptions& o, std::uint32_t epoch, bool mark) {
-  st.stale.clear();
+// The stale check at the end of `epoch`: every stale object, into `out`; with `mark` (gc_end
+// only: it writes the records' reported flags), those not reported before are flagged new and
+// marked reported. Without it nothing shared is written, so possible_leaks() may run it.
+// Returns the program clock's progress threshold.
+std::uint64_t collect_stale(ProfilerState& st, const ProfilerOptions& o, std::uint32_t epoch, bool mark,
+                            std::vector<internal::StaleObject>& out) {
+  out.clear();
   const internal::ProgressClocks::View clocks = st.clocks.view();
   const bool automatic = o.stale_after_bytes == ProfilerOptions::kAutoStaleBytes;
-  st.stale_bytes = automatic ? clocks.busiest_epoch(internal::ProgressClocks::kProgram) : o.stale_after_bytes;
   const std::uint32_t log2k = st.tracker.log2_granule(0);
   std::uint64_t idle_bytes = 0;
   auto progressed = [&](const internal::TrackedRecord& r) {
@@ -204,8 +206,9 @@ void collect_stale(ProfilerState& st, const ProfilerOptions& o, std::uint32_t ep
                                 r.size_flags |= internal::StaleTracker::kReported;
                                 so.is_new = true;
                               }
-                              st.stale.push_back(so);
+                              out.push_back(so);
                             });
+  return automatic ? clocks.busiest_epoch(internal::ProgressClocks::kProgram) : o.stale_after_bytes;
 }
 
 // A detached thread's objects move to the program's clock, and its slot is freed for reuse
@@ -237,11 +240,14 @@ void search_leak_paths(ProfilerState& st, const ProfilerOptions& o, const std::v
 
 }  // namespace
 
-std::string format_leak(const LeakReport& r) {
-  const std::string_view method = r.method.empty() ? std::string_view("<unknown method>") : r.method;
+std::string format_site(std::string_view method, std::uint32_t bytecode_offset) {
+  if (method.empty()) return "<unknown method>";
   // A source-location site ("leak.lua:12") has no bytecode offset to print.
-  const std::string where = r.bytecode_offset == SiteInfo::kNoOffset ? std::string(method)
-                                                                     : fmt::format("{} bci {}", method, r.bytecode_offset);
+  return bytecode_offset == SiteInfo::kNoOffset ? std::string(method) : fmt::format("{} bci {}", method, bytecode_offset);
+}
+
+std::string format_leak(const LeakReport& r) {
+  const std::string where = format_site(r.method, r.bytecode_offset);
   return fmt::format(
       "objprof: possible leak: {:#x} {} ({} bytes) allocated at {} (site {}), last accessed in epoch {}, not since ({} GCs)",
       r.addr, r.type_name.empty() ? std::string_view("<unknown type>") : r.type_name, r.size, where, r.site_id,
@@ -764,13 +770,14 @@ Status Profiler::gc_end() {
 
   // This cycle proves its survivors reachable only if it examined the whole heap.
   if (st.gc_kind != GcKind::kMinor) st.full_gc_after = std::uint64_t{e} + 1;
-  collect_stale(st, options_, e, true);
+  st.stale_bytes = collect_stale(st, options_, e, true, st.stale);
   std::vector<internal::StaleObject> fresh;
   for (const internal::StaleObject& o : st.stale)
     if (o.is_new) fresh.push_back(o);
   std::vector<LeakGroup> groups;
   if (!fresh.empty()) {
-    groups = internal::group_stale(st.stale, e, st.detections, true);
+    groups = internal::group_stale(st.stale, e, st.detections);
+    internal::record_detections(groups, e, st.detections);
     std::erase_if(groups, [](const LeakGroup& g) { return g.new_objects == 0; });
     internal::rank_objects(fresh);
   }
@@ -894,9 +901,10 @@ std::vector<LeakReport> Profiler::possible_leaks() const {
   const auto e = static_cast<std::uint32_t>(epoch());
   // The current epoch has not ended; staleness is judged at the last completed one.
   if (e == 0) return out;
-  collect_stale(st, options_, e - 1, false);
-  internal::rank_objects(st.stale);
-  for (const internal::StaleObject& o : st.stale) out.push_back(make_report(st, o, e - 1));
+  std::vector<internal::StaleObject> stale;
+  collect_stale(st, options_, e - 1, false, stale);
+  internal::rank_objects(stale);
+  for (const internal::StaleObject& o : stale) out.push_back(make_report(st, o, e - 1));
   return out;
 }
 
@@ -904,8 +912,9 @@ std::vector<LeakGroup> Profiler::possible_leak_groups() const {
   ProfilerState& st = *state_;
   const auto e = static_cast<std::uint32_t>(epoch());
   if (e == 0) return {};
-  collect_stale(st, options_, e - 1, false);
-  std::vector<LeakGroup> groups = internal::group_stale(st.stale, e - 1, st.detections, false);
+  std::vector<internal::StaleObject> stale;
+  collect_stale(st, options_, e - 1, false, stale);
+  std::vector<LeakGroup> groups = internal::group_stale(stale, e - 1, st.detections);
   for (LeakGroup& g : groups) name_group(st, g);
   return groups;
 }

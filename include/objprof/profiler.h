@@ -103,6 +103,10 @@ struct SiteInfo {
   std::uint32_t bytecode_offset = 0;
 };
 
+// How reports name a site: "ListLeak.main bci 12", "leak.lua:12" (kNoOffset), or
+// "<unknown method>" for a site the runtime never described.
+std::string format_site(std::string_view method, std::uint32_t bytecode_offset);
+
 // One possible leak, as passed to the leak callback and returned by possible_leaks().
 struct LeakReport {
   Address addr = 0;
@@ -281,7 +285,8 @@ class Profiler {
   const ProfilerOptions& options() const noexcept { return options_; }
   ProfilerStats stats() const;
   // Tracked objects that are stale now (at the last completed epoch), most stale bytes first
-  // (size x idle epochs), then by address.
+  // (size x idle epochs), then by address. It writes nothing the profiler shares, but reads
+  // the tracker: call it while no hook runs (at a safepoint, or after the mutators stop).
   std::vector<LeakReport> possible_leaks() const;
   // The same objects grouped by (site, type), highest score first.
   std::vector<LeakGroup> possible_leak_groups() const;

@@ -14,28 +14,20 @@
 
 using namespace objprof;
 using objprof::test::FakeHeap;
+using objprof::test::ProfilerRig;
 
 namespace {
 
-struct Rig {
-  FakeHeap heap{1 << 16};
-  std::vector<ProtocolError> errors;
-  std::vector<std::string> messages;  // ProtocolError::hook views the profiler's strings
-  std::unique_ptr<Profiler> prof;
-  ThreadState* thread = nullptr;
-
-  explicit Rig(bool check = true) {
-    ProfilerOptions o;
-    o.check_hooks = check;
-    o.default_leak_printer = false;
-    o.on_protocol_error = [this](const ProtocolError& e) {
-      errors.push_back(e);
-      messages.push_back(e.message);
-    };
-    prof = std::move(*Profiler::create(std::move(o)));
-    REQUIRE(prof->add_space(heap.space()).ok());
-    thread = *prof->attach_thread(1, "main");
-  }
+struct Rig : ProfilerRig {
+  // The profiler's defaults, but for the checks.
+  explicit Rig(bool check = true)
+      : ProfilerRig(1 << 16, [&](ProfilerOptions& o) {
+          const ProfilerOptions defaults;
+          o.check_hooks = check;
+          o.stale_after_epochs = defaults.stale_after_epochs;
+          o.stale_after_bytes = defaults.stale_after_bytes;
+          o.min_tracked_size = defaults.min_tracked_size;
+        }) {}
   void alloc(std::size_t off, std::uint64_t size = 64) { prof->on_alloc(*thread, 1, 1, heap.at(off), size); }
   void gc(const std::function<void()>& collector = [] {}) {
     REQUIRE(prof->gc_begin(GcKind::kFull).ok());

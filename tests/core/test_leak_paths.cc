@@ -17,7 +17,7 @@
 #include <vector>
 
 using namespace objprof;
-using objprof::test::FakeHeap;
+using objprof::test::ProfilerRig;
 using objprof::test::GraphWalker;
 
 namespace {
@@ -26,45 +26,23 @@ constexpr std::uint32_t kHolder = 1, kBigArray = 2, kBig = 3;
 constexpr std::uint32_t kInitSite = 10, kGrowSite = 20;
 constexpr std::uint64_t kBigBytes = 2048;
 
-struct PathRig {
-  FakeHeap heap{1 << 16};
+struct PathRig : ProfilerRig {
   GraphWalker walker;
-  MemorySink* sink = nullptr;
-  std::vector<LeakReport> leaks;
-  std::unique_ptr<Profiler> prof;
-  ThreadState* t = nullptr;
 
-  explicit PathRig(std::uint32_t attempts = 3, std::size_t chunk = trace::kDefaultChunkPayload) {
-    ProfilerOptions o;
-    o.check_hooks = true;
-    o.stale_after_epochs = 2;
-    o.stale_after_bytes = 0;  // GC_K alone: the epochs here are not a program's progress
-    o.min_tracked_size = 1024;
-    auto s = std::make_unique<MemorySink>();
-    sink = s.get();
-    o.trace_sink = std::move(s);
-    o.chunk_payload = chunk;
-    o.default_leak_printer = false;
-    o.on_leak = [this](const LeakReport& r) { leaks.push_back(r); };
-    o.heap_walker = &walker;
-    o.path_attempts = attempts;
-    prof = std::move(*Profiler::create(std::move(o)));
-    REQUIRE(prof->add_space(heap.space()).ok());
+  explicit PathRig(std::uint32_t attempts = 3, std::size_t chunk = trace::kDefaultChunkPayload)
+      : ProfilerRig(1 << 16, [&](ProfilerOptions& o) {
+          o.chunk_payload = chunk;
+          o.heap_walker = &walker;
+          o.path_attempts = attempts;
+        }) {
     REQUIRE(prof->define_type({kHolder, "Holder", 32, false}).ok());
     REQUIRE(prof->define_type({kBigArray, "Big[]", 16, true}).ok());
     REQUIRE(prof->define_type({kBig, "Big", kBigBytes, false}).ok());
     REQUIRE(prof->define_site({kInitSite, 0, "Main.init", 4}).ok());
     REQUIRE(prof->define_site({kGrowSite, 0, "Main.grow", 9}).ok());
-    t = *prof->attach_thread(1, "main");
   }
-  Address at(std::size_t off) const { return heap.at(off); }
   void alloc(std::uint32_t site, std::uint32_t type, std::size_t off, std::uint64_t size) {
-    prof->on_alloc(*t, site, type, at(off), size);
-  }
-  void touch(std::size_t off) { access(*t, prof->barrier_descriptor(0), at(off)); }
-  void gc() {
-    REQUIRE(prof->gc_begin(GcKind::kFull).ok());
-    REQUIRE(prof->gc_end().ok());
+    prof->on_alloc(*thread, site, type, at(off), size);
   }
   // static Main.holder -> Holder .items -> Big[] [0] -> Big, [1] -> Big; a stack slot -> Big.
   void build_graph() {

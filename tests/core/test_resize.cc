@@ -15,47 +15,17 @@
 #include <vector>
 
 using namespace objprof;
-using objprof::test::FakeHeap;
+using objprof::test::ProfilerRig;
 
 namespace {
 
 constexpr std::uint32_t kAllocSite = 1, kGrowSite = 2, kTable = 5;
 
-struct ResizeRig {
-  FakeHeap heap{1 << 16};
-  MemorySink* sink = nullptr;
-  std::vector<LeakReport> leaks;
-  std::vector<ProtocolError> errors;
-  std::vector<std::string> messages;
-  std::unique_ptr<Profiler> prof;
-  ThreadState* t = nullptr;
-
-  ResizeRig() {
-    ProfilerOptions o;
-    o.check_hooks = true;
-    o.stale_after_epochs = 2;
-    o.stale_after_bytes = 0;  // GC_K alone: the epochs here are not a program's progress
-    o.min_tracked_size = 1024;
-    auto s = std::make_unique<MemorySink>();
-    sink = s.get();
-    o.trace_sink = std::move(s);
-    o.default_leak_printer = false;
-    o.on_leak = [this](const LeakReport& r) { leaks.push_back(r); };
-    o.on_protocol_error = [this](const ProtocolError& e) {
-      errors.push_back(e);
-      messages.push_back(e.message);
-    };
-    prof = std::move(*Profiler::create(std::move(o)));
-    REQUIRE(prof->add_space(heap.space()).ok());
+struct ResizeRig : ProfilerRig {
+  ResizeRig() : ProfilerRig(1 << 16) {
     REQUIRE(prof->define_type({kTable, "table", 56, false}).ok());
     REQUIRE(prof->define_site({kAllocSite, 0, "main.lua:3", 3}).ok());
     REQUIRE(prof->define_site({kGrowSite, 0, "main.lua:9", 9}).ok());
-    t = *prof->attach_thread(1, "main");
-  }
-  void touch(std::size_t off) { access(*t, prof->barrier_descriptor(0), heap.at(off)); }
-  void gc() {
-    REQUIRE(prof->gc_begin(GcKind::kFull).ok());
-    REQUIRE(prof->gc_end().ok());
   }
 };
 
@@ -63,12 +33,12 @@ struct ResizeRig {
 
 TEST_CASE("resize: a small object that grows past the threshold is tracked from then on", "[core][resize]") {
   ResizeRig r;
-  r.prof->on_alloc(*r.t, kAllocSite, kTable, r.heap.at(0), 56);     // too small to track
-  r.prof->on_alloc(*r.t, kAllocSite, kTable, r.heap.at(256), 56);   // stays small
+  r.prof->on_alloc(*r.thread, kAllocSite, kTable, r.heap.at(0), 56);     // too small to track
+  r.prof->on_alloc(*r.thread, kAllocSite, kTable, r.heap.at(256), 56);   // stays small
   r.gc();
   CHECK(r.prof->stats().tracked_live == 0);
-  r.prof->on_resize(*r.t, r.heap.at(0), 56 + 4096, kGrowSite, kTable);  // now it holds 4 KiB
-  r.prof->on_resize(*r.t, r.heap.at(256), 56 + 64, kGrowSite, kTable);
+  r.prof->on_resize(*r.thread, r.heap.at(0), 56 + 4096, kGrowSite, kTable);  // now it holds 4 KiB
+  r.prof->on_resize(*r.thread, r.heap.at(256), 56 + 64, kGrowSite, kTable);
   r.gc();  // epoch 1 ends: tracked, born (resized) in epoch 1
   CHECK(r.prof->stats().tracked_live == 1);
   CHECK(r.leaks.empty());
@@ -84,8 +54,8 @@ TEST_CASE("resize: a small object that grows past the threshold is tracked from 
 
 TEST_CASE("resize: several untracked objects start being tracked in one epoch", "[core][resize]") {
   ResizeRig r;
-  for (std::size_t i = 0; i < 8; ++i) r.prof->on_alloc(*r.t, kAllocSite, kTable, r.heap.at(i * 256), 56);
-  for (std::size_t i = 0; i < 8; ++i) r.prof->on_resize(*r.t, r.heap.at(i * 256), 2048 + i, kGrowSite, kTable);
+  for (std::size_t i = 0; i < 8; ++i) r.prof->on_alloc(*r.thread, kAllocSite, kTable, r.heap.at(i * 256), 56);
+  for (std::size_t i = 0; i < 8; ++i) r.prof->on_resize(*r.thread, r.heap.at(i * 256), 2048 + i, kGrowSite, kTable);
   r.gc();  // no record existed before: each resize starts one
   CHECK(r.prof->stats().tracked_live == 8);
   r.gc();
@@ -96,9 +66,9 @@ TEST_CASE("resize: several untracked objects start being tracked in one epoch", 
 
 TEST_CASE("resize: a tracked object keeps its site and takes its new footprint", "[core][resize]") {
   ResizeRig r;
-  r.prof->on_alloc(*r.t, kAllocSite, kTable, r.heap.at(0), 2048);
-  r.prof->on_resize(*r.t, r.heap.at(0), 2048 + 8192, kGrowSite, kTable);  // same epoch as its birth
-  r.prof->on_resize(*r.t, r.heap.at(0), 2048 + 16384, kGrowSite, kTable);  // the last one counts
+  r.prof->on_alloc(*r.thread, kAllocSite, kTable, r.heap.at(0), 2048);
+  r.prof->on_resize(*r.thread, r.heap.at(0), 2048 + 8192, kGrowSite, kTable);  // same epoch as its birth
+  r.prof->on_resize(*r.thread, r.heap.at(0), 2048 + 16384, kGrowSite, kTable);  // the last one counts
   r.gc();
   r.gc();
   CHECK(r.leaks.empty());
@@ -112,9 +82,9 @@ TEST_CASE("resize: a tracked object keeps its site and takes its new footprint",
 
 TEST_CASE("resize: an object in use is not reported however large it grows", "[core][resize]") {
   ResizeRig r;
-  r.prof->on_alloc(*r.t, kAllocSite, kTable, r.heap.at(0), 56);
+  r.prof->on_alloc(*r.thread, kAllocSite, kTable, r.heap.at(0), 56);
   for (int i = 1; i <= 6; ++i) {
-    r.prof->on_resize(*r.t, r.heap.at(0), 56 + 1024 * i, kGrowSite, kTable);
+    r.prof->on_resize(*r.thread, r.heap.at(0), 56 + 1024 * i, kGrowSite, kTable);
     r.touch(0);
     r.gc();
   }
@@ -124,11 +94,11 @@ TEST_CASE("resize: an object in use is not reported however large it grows", "[c
 
 TEST_CASE("resize: the trace records footprints and the analyzer ranks by them", "[core][resize]") {
   ResizeRig r;
-  r.prof->on_alloc(*r.t, kAllocSite, kTable, r.heap.at(0), 56);
-  r.prof->on_alloc(*r.t, kAllocSite, kTable, r.heap.at(128), 56);
-  r.prof->on_resize(*r.t, r.heap.at(0), 56 + 512, kGrowSite, kTable);
+  r.prof->on_alloc(*r.thread, kAllocSite, kTable, r.heap.at(0), 56);
+  r.prof->on_alloc(*r.thread, kAllocSite, kTable, r.heap.at(128), 56);
+  r.prof->on_resize(*r.thread, r.heap.at(0), 56 + 512, kGrowSite, kTable);
   r.gc();
-  r.prof->on_resize(*r.t, r.heap.at(0), 56 + 4096, kGrowSite, kTable);
+  r.prof->on_resize(*r.thread, r.heap.at(0), 56 + 4096, kGrowSite, kTable);
   r.gc();
   REQUIRE(r.prof->finish().ok());
   auto c = trace::load(std::span<const std::byte>(r.sink->data()));
@@ -153,8 +123,8 @@ TEST_CASE("resize: the trace records footprints and the analyzer ranks by them",
 
 TEST_CASE("resize: the hook checks refuse a resize where no object starts", "[core][resize][protocol]") {
   ResizeRig r;
-  r.prof->on_alloc(*r.t, kAllocSite, kTable, r.heap.at(0), 56);
-  r.prof->on_resize(*r.t, r.heap.at(64), 4096, kGrowSite, kTable);  // nothing was allocated there
+  r.prof->on_alloc(*r.thread, kAllocSite, kTable, r.heap.at(0), 56);
+  r.prof->on_resize(*r.thread, r.heap.at(64), 4096, kGrowSite, kTable);  // nothing was allocated there
   r.gc();  // checked when the epoch's allocations are known
   REQUIRE(r.errors.size() == 1);
   CHECK(r.errors[0].hook == "on_resize");
@@ -164,7 +134,7 @@ TEST_CASE("resize: the hook checks refuse a resize where no object starts", "[co
 
 TEST_CASE("resize: an address outside every space is refused, never tracked", "[core][resize][protocol]") {
   ResizeRig r;
-  r.prof->on_resize(*r.t, r.heap.at(0) - 4096, 1 << 20, kGrowSite, kTable);
+  r.prof->on_resize(*r.thread, r.heap.at(0) - 4096, 1 << 20, kGrowSite, kTable);
   REQUIRE(r.errors.size() == 1);
   CHECK(r.errors[0].hook == "on_resize");
   r.gc();
@@ -173,8 +143,8 @@ TEST_CASE("resize: an address outside every space is refused, never tracked", "[
 
 TEST_CASE("resize: a version 1 trace may not hold resize records", "[core][resize][trace]") {
   ResizeRig r;
-  r.prof->on_alloc(*r.t, kAllocSite, kTable, r.heap.at(0), 56);
-  r.prof->on_resize(*r.t, r.heap.at(0), 4096, kGrowSite, kTable);
+  r.prof->on_alloc(*r.thread, kAllocSite, kTable, r.heap.at(0), 56);
+  r.prof->on_resize(*r.thread, r.heap.at(0), 4096, kGrowSite, kTable);
   REQUIRE(r.prof->finish().ok());
   std::vector<std::byte> bytes = r.sink->data();
   REQUIRE(trace::load(std::span<const std::byte>(bytes)).ok());

@@ -1,7 +1,11 @@
 // Helpers shared by the core tests: a fake heap (aligned, real memory) to hand out addresses.
 #pragma once
 
+#include <objprof/analysis/analyzer.h>
+#include <objprof/barrier.h>
 #include <objprof/heap_space.h>
+#include <objprof/profiler.h>
+#include <objprof/trace_sink.h>
 
 #include "../test_env.h"
 
@@ -10,7 +14,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <memory>
+#include <span>
+#include <string>
+#include <vector>
 
 namespace objprof::test {
 
@@ -33,6 +41,56 @@ class FakeHeap {
   std::size_t bytes_;
   std::unique_ptr<std::uint8_t, void (*)(void*)> mem_;
   HeapSpace space_;
+};
+
+// A profiler over a FakeHeap with one attached thread ("main", id 1) and hook checking on,
+// collecting what it reports; the trace goes to memory. Tests derive their rigs from it and
+// define their types and sites.
+struct ProfilerRig {
+  FakeHeap heap;
+  MemorySink* sink = nullptr;
+  std::vector<LeakReport> leaks;
+  std::vector<ProtocolError> errors;
+  std::vector<std::string> messages;  // each error's message, copied (ProtocolError views the profiler's)
+  std::unique_ptr<Profiler> prof;
+  ThreadState* thread = nullptr;
+
+  // `configure` sets what the test is about (GC_K, tracked size, walker...) on options that
+  // default to GC_K = 2 alone (the rigs' epochs are not a program's progress) and 1 KiB.
+  explicit ProfilerRig(std::size_t heap_bytes, const std::function<void(ProfilerOptions&)>& configure = {})
+      : heap(heap_bytes) {
+    ProfilerOptions o;
+    o.check_hooks = true;
+    o.stale_after_epochs = 2;
+    o.stale_after_bytes = 0;
+    o.min_tracked_size = 1024;
+    o.default_leak_printer = false;
+    auto s = std::make_unique<MemorySink>();
+    sink = s.get();
+    o.trace_sink = std::move(s);
+    o.on_leak = [this](const LeakReport& r) { leaks.push_back(r); };
+    o.on_protocol_error = [this](const ProtocolError& e) {
+      errors.push_back(e);
+      messages.emplace_back(e.message);
+    };
+    if (configure) configure(o);
+    prof = std::move(*Profiler::create(std::move(o)));
+    REQUIRE(prof->add_space(heap.space()).ok());
+    thread = *prof->attach_thread(1, "main");
+  }
+  Address at(std::size_t off) const { return heap.at(off); }
+  void touch(std::size_t off) { access(*thread, prof->barrier_descriptor(0), heap.at(off)); }
+  void gc(GcKind kind = GcKind::kFull) {
+    REQUIRE(prof->gc_begin(kind).ok());
+    REQUIRE(prof->gc_end().ok());
+  }
+  // Finishes the trace and analyzes it.
+  analysis::TraceAnalysis analyze() {
+    REQUIRE(prof->finish().ok());
+    auto a = analysis::analyze(std::span<const std::byte>(sink->data()));
+    REQUIRE(a.ok());
+    return std::move(*a);
+  }
 };
 
 }  // namespace objprof::test

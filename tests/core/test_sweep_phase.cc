@@ -16,51 +16,24 @@
 #include <vector>
 
 using namespace objprof;
-using objprof::test::FakeHeap;
+using objprof::test::ProfilerRig;
 
 namespace {
 
 constexpr std::uint32_t kOldSite = 1, kNewSite = 2, kType = 7;
 
-struct SweepRig {
-  FakeHeap heap{1 << 16};
-  MemorySink* sink = nullptr;
-  std::vector<LeakReport> leaks;
-  std::vector<std::string> errors;
-  std::unique_ptr<Profiler> prof;
-  ThreadState* mutator = nullptr;
-
-  explicit SweepRig(std::size_t chunk_payload = trace::kDefaultChunkPayload) {
-    ProfilerOptions o;
-    o.check_hooks = true;
-    o.stale_after_epochs = 3;
-    o.stale_after_bytes = 0;  // GC_K alone: the epochs here are not a program's progress
-    o.min_tracked_size = 256;
-    o.chunk_payload = chunk_payload;
-    auto s = std::make_unique<MemorySink>();
-    sink = s.get();
-    o.trace_sink = std::move(s);
-    o.default_leak_printer = false;
-    o.on_leak = [this](const LeakReport& r) { leaks.push_back(r); };
-    o.on_protocol_error = [this](const ProtocolError& e) { errors.push_back(e.message); };
-    prof = std::move(*Profiler::create(std::move(o)));
-    REQUIRE(prof->add_space(heap.space()).ok());
+struct SweepRig : ProfilerRig {
+  explicit SweepRig(std::size_t chunk_payload = trace::kDefaultChunkPayload)
+      : ProfilerRig(1 << 16, [&](ProfilerOptions& o) {
+          o.stale_after_epochs = 3;
+          o.min_tracked_size = 256;
+          o.chunk_payload = chunk_payload;
+        }) {
     REQUIRE(prof->define_type({kType, "Blob", 512, false}).ok());
     REQUIRE(prof->define_site({kOldSite, 0, "Old.make", 1}).ok());
     REQUIRE(prof->define_site({kNewSite, 0, "New.make", 2}).ok());
-    mutator = *prof->attach_thread(1, "main");
   }
-  void touch(std::size_t off) { access(*mutator, prof->barrier_descriptor(0), heap.at(off)); }
-  void quiet_gc() {
-    REQUIRE(prof->gc_begin(GcKind::kConcurrent).ok());
-    REQUIRE(prof->gc_end().ok());
-  }
-  analysis::TraceAnalysis analyze() {
-    REQUIRE(prof->finish().ok());
-    auto a = analysis::analyze(std::span<const std::byte>(sink->data()));
-    REQUIRE(a.ok());
-    return std::move(*a);
-  }
+  void quiet_gc() { gc(GcKind::kConcurrent); }
 };
 
 // The id of the object born at `addr` with `site` (the analyzer's site index is by first use).
@@ -74,11 +47,11 @@ std::optional<analysis::ObjectId> object_at(const analysis::TraceAnalysis& a, Ad
 
 TEST_CASE("sweep phase: memory freed in a bracket and reused by the mutator in it", "[core][sweep]") {
   SweepRig r;
-  r.prof->on_alloc(*r.mutator, kOldSite, kType, r.heap.at(0), 512);
-  r.prof->on_alloc(*r.mutator, kOldSite, kType, r.heap.at(1024), 512);
+  r.prof->on_alloc(*r.thread, kOldSite, kType, r.heap.at(0), 512);
+  r.prof->on_alloc(*r.thread, kOldSite, kType, r.heap.at(1024), 512);
   REQUIRE(r.prof->gc_begin(GcKind::kConcurrent).ok());  // epoch 0 harvested
   r.prof->on_free(r.heap.at(0));                         // the sweep frees the first object...
-  r.prof->on_alloc(*r.mutator, kNewSite, kType, r.heap.at(0), 512);  // ...the mutator reuses it
+  r.prof->on_alloc(*r.thread, kNewSite, kType, r.heap.at(0), 512);  // ...the mutator reuses it
   r.touch(0);
   r.prof->on_free(r.heap.at(1024));                      // the sweep goes on
   REQUIRE(r.prof->gc_end().ok());
@@ -106,10 +79,10 @@ TEST_CASE("sweep phase: memory freed in a bracket and reused by the mutator in i
 
 TEST_CASE("sweep phase: an object born in a bracket and never used again goes stale on time", "[core][sweep]") {
   SweepRig r;
-  r.prof->on_alloc(*r.mutator, kOldSite, kType, r.heap.at(0), 512);
+  r.prof->on_alloc(*r.thread, kOldSite, kType, r.heap.at(0), 512);
   REQUIRE(r.prof->gc_begin(GcKind::kConcurrent).ok());
   r.prof->on_free(r.heap.at(0));
-  r.prof->on_alloc(*r.mutator, kNewSite, kType, r.heap.at(0), 512);
+  r.prof->on_alloc(*r.thread, kNewSite, kType, r.heap.at(0), 512);
   REQUIRE(r.prof->gc_end().ok());  // epoch 1 starts; the new object counts from it
   for (int i = 0; i < 3; ++i) r.quiet_gc();  // epochs 1, 2, 3 end without an access
   CHECK(r.leaks.empty());                     // idle for 2 epochs after its birth epoch
@@ -123,11 +96,11 @@ TEST_CASE("sweep phase: an object born in a bracket and never used again goes st
 
 TEST_CASE("sweep phase: mutator chunks filled inside the bracket follow its gc-end in the file", "[core][sweep]") {
   SweepRig r(/*chunk_payload=*/256);  // ten allocations fill a chunk
-  for (std::size_t i = 0; i < 40; ++i) r.prof->on_alloc(*r.mutator, kOldSite, kType, r.heap.at(i * 64), 64);
+  for (std::size_t i = 0; i < 40; ++i) r.prof->on_alloc(*r.thread, kOldSite, kType, r.heap.at(i * 64), 64);
   REQUIRE(r.prof->gc_begin(GcKind::kConcurrent).ok());
   for (std::size_t i = 0; i < 40; ++i) {
     r.prof->on_free(r.heap.at(i * 64));
-    r.prof->on_alloc(*r.mutator, kNewSite, kType, r.heap.at(i * 64), 64);  // many chunks' worth
+    r.prof->on_alloc(*r.thread, kNewSite, kType, r.heap.at(i * 64), 64);  // many chunks' worth
   }
   REQUIRE(r.prof->gc_end().ok());
   REQUIRE(r.prof->finish().ok());
@@ -166,10 +139,10 @@ TEST_CASE("sweep phase: a thread that detaches inside the bracket ends after its
 
 TEST_CASE("sweep phase: finish() inside a bracket closes it and loses nothing", "[core][sweep]") {
   SweepRig r;
-  r.prof->on_alloc(*r.mutator, kOldSite, kType, r.heap.at(0), 512);
+  r.prof->on_alloc(*r.thread, kOldSite, kType, r.heap.at(0), 512);
   REQUIRE(r.prof->gc_begin(GcKind::kConcurrent).ok());
   r.prof->on_free(r.heap.at(0));
-  r.prof->on_alloc(*r.mutator, kNewSite, kType, r.heap.at(0), 512);
+  r.prof->on_alloc(*r.thread, kNewSite, kType, r.heap.at(0), 512);
   REQUIRE(r.prof->finish().ok());  // the runtime exits in the middle of its sweep
   CHECK_FALSE(r.prof->in_gc());
   auto c = trace::load(std::span<const std::byte>(r.sink->data()));
