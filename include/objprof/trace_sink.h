@@ -10,6 +10,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace objprof {
@@ -39,24 +40,74 @@ class FileSink final : public ChunkSink {
   std::string path_;
 };
 
-// Keeps the trace in memory (tests, benchmarks, in-process analysis).
+// Keeps the trace in memory (tests, benchmarks, in-process analysis, a runtime that ships its
+// trace elsewhere). The bytes live in fixed-size segments: growing never copies what was
+// written, and the segments stay with the sink when it is emptied (take, drain, clear), so a
+// runtime that drains it now and then writes into memory it has already faulted in — the
+// write path is one memcpy. reserve() faults memory in ahead of time (as a JVM's
+// AlwaysPreTouch does); release() gives the unused segments back.
 class MemorySink final : public ChunkSink {
  public:
-  Status write(std::span<const std::byte> bytes) override {
-    data_.insert(data_.end(), bytes.begin(), bytes.end());
-    ++writes_;
-    return {};
+  static constexpr std::size_t kDefaultSegmentBytes = std::size_t{4} << 20;
+
+  explicit MemorySink(std::size_t segment_bytes = kDefaultSegmentBytes);
+  ~MemorySink() override;
+  MemorySink(const MemorySink&) = delete;
+  MemorySink& operator=(const MemorySink&) = delete;
+
+  Status write(std::span<const std::byte> bytes) override;
+
+  // Everything written since the sink was last emptied, contiguous. Several segments are
+  // joined into one copy, kept until the next write or emptying (the view lives as long).
+  std::span<const std::byte> data() const;
+  std::size_t size() const noexcept { return size_; }
+  // The bytes as one vector; the sink is emptied and keeps its segments.
+  std::vector<std::byte> take();
+  // Passes the bytes to `consume`, one span per segment in order, without copying them, then
+  // empties the sink (keeping its segments): the way to ship a trace at memory speed.
+  template <class Consume>
+  void drain(Consume&& consume) {
+    for (std::size_t i = 0; i < used_; ++i) consume(std::span<const std::byte>(segments_[i].bytes, fill(i)));
+    clear();
   }
-  const std::vector<std::byte>& data() const noexcept { return data_; }
-  std::vector<std::byte> take() noexcept { return std::move(data_); }
-  // Forget the contents but keep the memory (benchmarks reuse one sink without page faults).
-  void clear() noexcept { data_.clear(); }
-  void reserve(std::size_t bytes) { data_.reserve(bytes); }
+  // Forgets the contents, keeps the memory.
+  void clear() noexcept;
+  // Makes room for `bytes` more without faulting on the write path: allocates the segments
+  // and touches every page of them now.
+  void reserve(std::size_t bytes);
+  // Returns the segments that hold nothing to the operating system.
+  void release() noexcept;
+  // Bytes of memory the sink holds (segments, filled or not).
+  std::size_t capacity() const noexcept { return segments_.size() * segment_bytes_; }
   std::uint64_t writes() const noexcept { return writes_; }
 
  private:
-  std::vector<std::byte> data_;
+  std::size_t fill(std::size_t i) const noexcept { return i + 1 < used_ ? segment_bytes_ : last_fill_; }
+  void next_segment();
+
+  // Mapped directly (not malloc'ed), so that release() really returns memory and a new
+  // segment is really new.
+  struct Segment {
+    Segment(std::byte* b, std::size_t n) noexcept : bytes(b), size(n) {}
+    Segment(Segment&& o) noexcept : bytes(std::exchange(o.bytes, nullptr)), size(o.size) {}
+    Segment& operator=(Segment&& o) noexcept {
+      std::swap(bytes, o.bytes);
+      std::swap(size, o.size);
+      return *this;
+    }
+    ~Segment();
+    std::byte* bytes;
+    std::size_t size;
+  };
+
+  std::size_t segment_bytes_;
+  std::vector<Segment> segments_;  // [0, used_) hold data, the rest are spare
+  std::size_t used_ = 0;       // segments holding data
+  std::size_t last_fill_ = 0;  // bytes in segments_[used_ - 1]
+  std::size_t size_ = 0;
   std::uint64_t writes_ = 0;
+  mutable std::vector<std::byte> joined_;  // data() of several segments
+  mutable bool joined_valid_ = false;
 };
 
 // Counts bytes and drops them (benchmarks of the encoding path alone).

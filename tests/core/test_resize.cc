@@ -146,7 +146,8 @@ TEST_CASE("resize: a version 1 trace may not hold resize records", "[core][resiz
   r.prof->on_alloc(*r.thread, kAllocSite, kTable, r.heap.at(0), 56);
   r.prof->on_resize(*r.thread, r.heap.at(0), 4096, kGrowSite, kTable);
   REQUIRE(r.prof->finish().ok());
-  std::vector<std::byte> bytes = r.sink->data();
+  const std::span<const std::byte> written = r.sink->data();
+  std::vector<std::byte> bytes(written.begin(), written.end());
   REQUIRE(trace::load(std::span<const std::byte>(bytes)).ok());
   const std::uint32_t v1 = 1;  // the preamble's version field (not covered by chunk CRCs)
   std::memcpy(bytes.data() + 8, &v1, 4);
