@@ -174,18 +174,17 @@ const char* kind_name(Kind k) {
 }
 
 // CRC32C alone over a 64 KiB chunk: the framing cost's lower bound.
-void BM_Crc32c64K(benchmark::State& state) {
+void BM_Crc32c64K(benchmark::State& state, objprof::Crc32cPath path) {
   std::vector<std::uint8_t> buf(64 << 10);
   for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<std::uint8_t>(i * 131);
   std::uint32_t crc = 0;
   for (auto _ : state) {
-    crc = objprof::crc32c(buf.data(), buf.size(), crc);
+    crc = objprof::crc32c_with(path, buf.data(), buf.size(), crc);
     benchmark::DoNotOptimize(crc);
   }
   state.counters["bytes_per_s"] = benchmark::Counter(static_cast<double>(buf.size()),
                                                      benchmark::Counter::kIsIterationInvariantRate,
                                                      benchmark::Counter::OneK::kIs1024);
-  state.counters["hw"] = objprof::crc32c_hardware() ? 1 : 0;
 }
 
 // Reference for a proposed core change (not the library's code): the same crc32 instruction
@@ -220,7 +219,13 @@ void BM_Crc32c3WayRef64K(benchmark::State& state) {
 #endif
 
 void register_all() {
-  benchmark::RegisterBenchmark("trace/crc32c_64KiB", BM_Crc32c64K)->MinTime(0.2);
+  // Each path this CPU runs (crc32c.h); the trace uses crc32c_path().
+  for (objprof::Crc32cPath p : objprof::kAllCrc32cPaths) {
+    if (!objprof::crc32c_supported(p)) continue;
+    benchmark::RegisterBenchmark(("trace/crc32c_64KiB/" + std::string(objprof::crc32c_path_name(p))).c_str(),
+                                 [p](benchmark::State& s) { BM_Crc32c64K(s, p); })
+        ->MinTime(0.2);
+  }
 #if defined(__x86_64__)
   benchmark::RegisterBenchmark("trace/ref_crc32c_3way_64KiB", BM_Crc32c3WayRef64K)->MinTime(0.2);
 #endif

@@ -1,9 +1,13 @@
-// CRC32C: hardware instructions where the CPU has them, Boost.CRC everywhere else.
+// CRC32C: hardware instructions where the CPU has them, Boost.CRC everywhere else; the path
+// is chosen once (crc32c.h lists them).
 #include "objprof/crc32c.h"
 
 #include <boost/crc.hpp>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -75,7 +79,24 @@ const Shifts& shifts() {
   return s;
 }
 
+// One instruction stream, on the raw state.
+OBJPROF_CRC_TARGET std::uint32_t crc_hw1(const unsigned char* p, std::size_t size, std::uint32_t s) noexcept {
+  while (size >= 8) {
+    std::uint64_t v;
+    std::memcpy(&v, p, 8);
+    s = step64(s, v);
+    p += 8;
+    size -= 8;
+  }
+  while (size--) s = step8(s, *p++);
+  return s;
+}
+
 OBJPROF_CRC_TARGET std::uint32_t crc_hw(const void* data, std::size_t size, std::uint32_t crc) noexcept {
+  return ~crc_hw1(static_cast<const unsigned char*>(data), size, ~crc);
+}
+
+OBJPROF_CRC_TARGET std::uint32_t crc_hw3(const void* data, std::size_t size, std::uint32_t crc) noexcept {
   const auto* p = static_cast<const unsigned char*>(data);
   std::uint32_t s = ~crc;
   if (size >= 3 * kStreamBytes) {
@@ -96,22 +117,44 @@ OBJPROF_CRC_TARGET std::uint32_t crc_hw(const void* data, std::size_t size, std:
       size -= 3 * kStreamBytes;
     }
   }
-  while (size >= 8) {
-    std::uint64_t v;
-    std::memcpy(&v, p, 8);
-    s = step64(s, v);
-    p += 8;
-    size -= 8;
-  }
-  while (size--) s = step8(s, *p++);
-  return ~s;
+  return ~crc_hw1(p, size, s);
 }
 #else
 bool detect_hardware() noexcept { return false; }
 std::uint32_t crc_hw(const void*, std::size_t, std::uint32_t) noexcept { return 0; }
+std::uint32_t crc_hw3(const void*, std::size_t, std::uint32_t) noexcept { return 0; }
 #endif
 
-const bool kHardware = detect_hardware();
+// Function-local statics: correct even when another file's static initialiser writes a trace.
+bool has_hardware() noexcept {
+  static const bool hardware = detect_hardware();
+  return hardware;
+}
+
+Crc32cPath best_path() noexcept { return has_hardware() ? Crc32cPath::kHardware3 : Crc32cPath::kPortable; }
+
+// The best path, or the one OBJPROF_CRC32C names if this CPU can run it.
+Crc32cPath choose_path() noexcept {
+  const char* forced = std::getenv("OBJPROF_CRC32C");
+  if (forced == nullptr || *forced == '\0') return best_path();
+  const Result<Crc32cPath> p = crc32c_path_from_name(forced);
+  if (!p.ok()) {
+    std::fprintf(stderr, "objprof: OBJPROF_CRC32C: %s; using %s\n", p.error().message.c_str(),
+                 std::string(crc32c_path_name(best_path())).c_str());
+    return best_path();
+  }
+  if (!crc32c_supported(*p)) {
+    std::fprintf(stderr, "objprof: OBJPROF_CRC32C=%s: this CPU has no CRC32C instruction; using %s\n", forced,
+                 std::string(crc32c_path_name(best_path())).c_str());
+    return best_path();
+  }
+  return *p;
+}
+
+Crc32cPath chosen_path() noexcept {
+  static const Crc32cPath chosen = choose_path();
+  return chosen;
+}
 
 std::uint32_t reflect32(std::uint32_t v) noexcept {
   std::uint32_t r = 0;
@@ -130,10 +173,42 @@ std::uint32_t crc32c_portable(const void* data, std::size_t size, std::uint32_t 
   return engine.checksum();
 }
 
-std::uint32_t crc32c(const void* data, std::size_t size, std::uint32_t crc) noexcept {
-  return kHardware ? crc_hw(data, size, crc) : crc32c_portable(data, size, crc);
+std::uint32_t crc32c_with(Crc32cPath path, const void* data, std::size_t size, std::uint32_t crc) noexcept {
+  switch (path) {
+    case Crc32cPath::kHardware:
+      if (has_hardware()) return crc_hw(data, size, crc);
+      break;
+    case Crc32cPath::kHardware3:
+      if (has_hardware()) return crc_hw3(data, size, crc);
+      break;
+    case Crc32cPath::kPortable:
+      break;
+  }
+  return crc32c_portable(data, size, crc);  // a path this CPU lacks falls back, never faults
 }
 
-bool crc32c_hardware() noexcept { return kHardware; }
+std::uint32_t crc32c(const void* data, std::size_t size, std::uint32_t crc) noexcept {
+  return crc32c_with(chosen_path(), data, size, crc);
+}
+
+bool crc32c_supported(Crc32cPath path) noexcept { return path == Crc32cPath::kPortable || has_hardware(); }
+Crc32cPath crc32c_path() noexcept { return chosen_path(); }
+bool crc32c_hardware() noexcept { return chosen_path() != Crc32cPath::kPortable; }
+
+std::string_view crc32c_path_name(Crc32cPath path) noexcept {
+  switch (path) {
+    case Crc32cPath::kPortable: return "portable";
+    case Crc32cPath::kHardware: return "hardware";
+    case Crc32cPath::kHardware3: return "hardware3";
+  }
+  return "?";
+}
+
+Result<Crc32cPath> crc32c_path_from_name(std::string_view name) {
+  for (Crc32cPath p : kAllCrc32cPaths)
+    if (crc32c_path_name(p) == name) return p;
+  return make_error(ErrorCode::kInvalidArgument,
+                    "unknown CRC32C path '" + std::string(name) + "' (portable, hardware, hardware3)");
+}
 
 }  // namespace objprof

@@ -9,7 +9,9 @@
 
 #include <barrier>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <random>
 #include <thread>
@@ -23,14 +25,54 @@ TEST_CASE("CRC32C matches the standard check value and the portable implementati
   CHECK(crc32c_portable(check, 9) == 0xE3069283u);
   CHECK(crc32c(check + 4, 5, crc32c(check, 4)) == 0xE3069283u);  // continuation
   CHECK(crc32c_portable(check + 4, 5, crc32c_portable(check, 4)) == 0xE3069283u);
+}
+
+TEST_CASE("CRC32C: every path this CPU runs equals the portable one, forced one by one", "[core][crc]") {
   std::mt19937_64 rng(7);
-  std::vector<std::uint8_t> buf(3 * 3072 + 4096 + 13);  // long enough for the 3-stream path
+  std::vector<std::uint8_t> buf(3 * 3072 + 4096 + 13);  // long enough for the 3-stream blocks
   for (auto& b : buf) b = static_cast<std::uint8_t>(rng());
-  for (std::size_t off : {0, 1, 3, 7}) {
-    for (std::size_t len : {0, 1, 7, 8, 9, 63, 64, 1000, 3071, 3072, 3073, 4096, 6144 + 5, 3 * 3072 + 4096}) {
-      CHECK(crc32c(buf.data() + off, len) == crc32c_portable(buf.data() + off, len));
+  const char* check = "123456789";
+  std::size_t paths_run = 0;
+  for (Crc32cPath path : kAllCrc32cPaths) {
+    INFO("path " << crc32c_path_name(path));
+    if (!crc32c_supported(path)) continue;
+    ++paths_run;
+    CHECK(crc32c_with(path, check, 9) == 0xE3069283u);
+    CHECK(crc32c_with(path, check + 4, 5, crc32c_with(path, check, 4)) == 0xE3069283u);
+    for (std::size_t off : {0, 1, 3, 7}) {
+      for (std::size_t len : {0, 1, 7, 8, 9, 63, 64, 1000, 3071, 3072, 3073, 4096, 6144 + 5, 3 * 3072 + 4096}) {
+        const std::uint32_t want = crc32c_portable(buf.data() + off, len);
+        CHECK(crc32c_with(path, buf.data() + off, len) == want);
+        // Continued from a split anywhere, as the writer continues over header and payload.
+        const std::size_t cut = len / 3;
+        CHECK(crc32c_with(path, buf.data() + off + cut, len - cut, crc32c_with(path, buf.data() + off, cut)) == want);
+      }
     }
   }
+  CHECK(paths_run >= 1);
+#if defined(__x86_64__) || defined(__aarch64__)
+  // Every CPU objprof's tests run on (x86_64 with SSE4.2, arm64 with CRC, qemu -cpu max) has
+  // the instruction: if detection failed, the fast paths would silently never run.
+  CHECK(paths_run == std::size(kAllCrc32cPaths));
+#endif
+}
+
+TEST_CASE("CRC32C: the path in use is the best one unless OBJPROF_CRC32C forces another", "[core][crc]") {
+  const Crc32cPath best = crc32c_supported(Crc32cPath::kHardware3) ? Crc32cPath::kHardware3 : Crc32cPath::kPortable;
+  const char* forced = std::getenv("OBJPROF_CRC32C");
+  auto named = crc32c_path_from_name(forced != nullptr ? forced : "");
+  // A name it cannot use (unknown, or a path this CPU lacks) leaves the best path in use.
+  CHECK(crc32c_path() == (named.ok() && crc32c_supported(*named) ? *named : best));
+  CHECK(crc32c_hardware() == (crc32c_path() != Crc32cPath::kPortable));
+  for (Crc32cPath p : kAllCrc32cPaths) {
+    auto back = crc32c_path_from_name(crc32c_path_name(p));
+    REQUIRE(back.ok());
+    CHECK(*back == p);
+  }
+  auto bad = crc32c_path_from_name("avx512");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().code == ErrorCode::kInvalidArgument);
+  CHECK(bad.error().message.find("portable, hardware, hardware3") != std::string::npos);
 }
 
 namespace {
