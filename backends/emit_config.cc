@@ -58,6 +58,11 @@ BarrierConfig EmitterConfig::barrier_config() const {
 }
 
 Status EmitterConfig::validate() const {
+  if (mark == MarkMode::kBuffered)
+    return make_error(ErrorCode::kUnsupported,
+                      "barrier variant " + name() +
+                          ": the emitters do not emit buffered marks (the C++ barrier does); use racy, atomic or "
+                          "atomic-test-first");
   if (range_first && count)
     return make_error(ErrorCode::kInvalidArgument,
                       "barrier variant " + name() +

@@ -13,7 +13,8 @@
 //   cache_racy      BarrierPolicy<true,  kRacy>            (DefaultBarrier)
 //   cache_atomic    BarrierPolicy<true,  kAtomic>
 //   cache_atomic_tf BarrierPolicy<true,  kAtomicTestFirst>
-//   nocache_racy / nocache_atomic / nocache_atomic_tf      the same without the cache
+//   cache_buffered  BarrierPolicy<true,  kBuffered>        (pending_marks.h; no mark lost)
+//   nocache_racy / nocache_atomic / nocache_atomic_tf / nocache_buffered   without the cache
 //   ref_hitlikely_racy  NOT a library variant: cache_racy with the hit branch marked likely,
 //                   the reference for a proposed barrier.h change (see docs/results.md)
 //
@@ -151,6 +152,7 @@ void run_fresh(benchmark::State& state, std::size_t heap_bytes) {
   const BarrierDescriptor& d = h.bitmap->descriptor();
   const Address base = reinterpret_cast<Address>(h.base);
   for (auto _ : state) {
+    thread.pending_marks.merge();  // as gc_begin does, before the harvest (untimed, like it)
     {
       auto snap = h.bitmap->snapshot_and_clear();  // new epoch: all bits clear
       if (!snap.ok()) std::abort();
@@ -189,10 +191,12 @@ void add_all_variants(const std::string& pattern, std::size_t heap_bytes, int hi
   add<Barrier<true, MarkMode::kRacy>>("cache_racy", pattern, heap_bytes, hit);
   add<Barrier<true, MarkMode::kAtomic>>("cache_atomic", pattern, heap_bytes, hit);
   add<Barrier<true, MarkMode::kAtomicTestFirst>>("cache_atomic_tf", pattern, heap_bytes, hit);
+  add<Barrier<true, MarkMode::kBuffered>>("cache_buffered", pattern, heap_bytes, hit);
   add<HitLikelyRacy>("ref_hitlikely_racy", pattern, heap_bytes, hit);
   add<Barrier<false, MarkMode::kRacy>>("nocache_racy", pattern, heap_bytes, hit);
   add<Barrier<false, MarkMode::kAtomic>>("nocache_atomic", pattern, heap_bytes, hit);
   add<Barrier<false, MarkMode::kAtomicTestFirst>>("nocache_atomic_tf", pattern, heap_bytes, hit);
+  add<Barrier<false, MarkMode::kBuffered>>("nocache_buffered", pattern, heap_bytes, hit);
 }
 
 void register_all() {

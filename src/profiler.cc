@@ -494,6 +494,7 @@ void Profiler::detach_thread(ThreadState& thread) {
     st.clocks.close(thread.clock_slot());
     if (st.checker) st.checker->detach(thread);
     id = thread.id();
+    thread.pending_marks.merge();
     if (EventBuffer* b = thread.buffer()) b->flush();
     st.retired.add(thread);
     ++st.retired_threads;
@@ -630,6 +631,7 @@ Status Profiler::gc_begin(GcKind kind) {
       bytes += own;
       st.clocks.record(t->clock_slot(), e, own);
       t->reset_cache();
+      t->pending_marks.merge();  // before the harvest below: the marks belong to this epoch
     }
     st.objects_tracked.fetch_add(st.tracker.resize(resizes), std::memory_order_relaxed);
     resizes.clear();

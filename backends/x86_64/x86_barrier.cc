@@ -187,6 +187,8 @@ class X86Barrier {
         OBJPROF_EMIT(e_.jnz(marked));
         [[fallthrough]];
       case MarkMode::kAtomic: OBJPROF_EMIT(e_.lock().or_(byte, t2_.r8())); break;
+      case MarkMode::kBuffered:  // refused by EmitterConfig::validate
+        return make_error(ErrorCode::kUnsupported, "buffered marks are not emitted");
     }
     if (marked != done_) OBJPROF_EMIT(e_.bind(marked));
     if (cfg_.count) OBJPROF_EMIT(e_.inc(thread_field(cfg_.fields.marks())));

@@ -14,7 +14,8 @@
 //
 // Policies are template parameters (cppgc style), so a disabled feature costs nothing:
 //   kCache    - consult and update the last-accessed-object cache
-//   kMark     - MarkMode::kRacy / kAtomic / kAtomicTestFirst
+//   kMark     - MarkMode::kRacy / kAtomic / kAtomicTestFirst / kBuffered (the last keeps
+//               pending bits in the thread: ThreadState only)
 //   kCount    - maintain BarrierCounters (for benchmarks and the demo summary)
 //
 // Where the cache lives: objprof's ThreadState by default (access(thread, space, obj)), or the
@@ -87,8 +88,17 @@ OBJPROF_ALWAYS_INLINE void access(Thread& thread, const BarrierDescriptor& space
   const Address offset = obj - space.begin;
   if (OBJPROF_UNLIKELY(offset >= space.size)) return;  // out of range, or null
   if constexpr (Policy::kCache) thread.cache.store(obj, std::memory_order_relaxed);
-  AccessBitmap::mark_granule<Policy::kMark>(space.bitmap.load(std::memory_order_relaxed),
-                                            offset >> space.log2_granule);
+  if constexpr (Policy::kMark == MarkMode::kBuffered && requires { thread.pending_marks; }) {
+    thread.pending_marks.mark(space.bitmap.load(std::memory_order_relaxed), offset >> space.log2_granule);
+  } else if constexpr (Policy::kMark == MarkMode::kBuffered) {
+    // No PendingMarks next to this cache (a VM's BarrierSlot): the same bits, lost by none,
+    // with a test-first fetch-or.
+    AccessBitmap::mark_granule<MarkMode::kAtomicTestFirst>(space.bitmap.load(std::memory_order_relaxed),
+                                                           offset >> space.log2_granule);
+  } else {
+    AccessBitmap::mark_granule<Policy::kMark>(space.bitmap.load(std::memory_order_relaxed),
+                                              offset >> space.log2_granule);
+  }
   if constexpr (Policy::kCount) bump(thread.counters.marks);
 }
 }  // namespace internal
@@ -133,6 +143,7 @@ decltype(auto) with_barrier_policy(const BarrierConfig& c, Fn&& fn) {
     switch (c.mark) {
       case MarkMode::kAtomic: return fn(BarrierPolicy<C, MarkMode::kAtomic, N>{});
       case MarkMode::kAtomicTestFirst: return fn(BarrierPolicy<C, MarkMode::kAtomicTestFirst, N>{});
+      case MarkMode::kBuffered: return fn(BarrierPolicy<C, MarkMode::kBuffered, N>{});
       case MarkMode::kRacy: break;
     }
     return fn(BarrierPolicy<C, MarkMode::kRacy, N>{});

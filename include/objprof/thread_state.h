@@ -11,6 +11,7 @@
 #include "objprof/config.h"
 #include "objprof/event_buffer.h"
 #include "objprof/heap_space.h"
+#include "objprof/pending_marks.h"
 
 #include <atomic>
 #include <cstddef>
@@ -76,6 +77,9 @@ class alignas(kCacheLine) ThreadState {
   // The last-accessed-object cache. 0 (null) means empty: null is never in a space.
   std::atomic<Address> cache{0};
   BarrierCounters counters;
+  // MarkMode::kBuffered's bits not yet in the bitmap (in the cache's line); the profiler
+  // merges them at gc_begin and detach_thread.
+  PendingMarks pending_marks;
 
   std::uint32_t id() const noexcept { return id_; }
   const std::string& name() const noexcept { return name_; }

@@ -174,7 +174,9 @@ TEST_CASE("the leak report is the same with every pass and barrier variant", "[s
   const BarrierConfig variants[] = {{true, MarkMode::kRacy, true},
                                     {true, MarkMode::kAtomic, true},
                                     {false, MarkMode::kRacy, true},
-                                    {false, MarkMode::kAtomic, false}};
+                                    {false, MarkMode::kAtomic, false},
+                                    {true, MarkMode::kBuffered, true},
+                                    {false, MarkMode::kBuffered, false}};
   std::uint64_t none_barriers = 0;
   for (ir::PassKind pass : {ir::PassKind::kNone, ir::PassKind::kPaper, ir::PassKind::kGlobal}) {
     for (const BarrierConfig& b : variants) {
@@ -262,22 +264,23 @@ TEST_CASE("the mark-sweep heaps collect at most 3x as often as the semispace hea
 }
 
 TEST_CASE("threads workload: several mutators, stop-the-world marks, every collector", "[sim]") {
-  for (GcPolicy gc : kAllGcPolicies) {
-    Config c;
-    c.gc = gc;
-    c.threads = test::emulated() ? 2 : 4;
-    c.size = test::scaled(300, 6);
-    // The heap shrinks with the work so that the scaled-down run still collects.
-    c.heap = test::emulated() ? 64 << 10 : 512 << 10;
-    c.barrier = {true, MarkMode::kAtomic, true};
-    const Outcome o = run_workload("threads", c);
-    INFO(gc_policy_name(gc));
-    if (!o.result.ok()) FAIL(o.result.error().message);
-    CHECK(*o.result == 20);
-    CHECK(o.heap.gcs >= 1);
-    CHECK(o.prof.protocol_errors == 0);
-    if (gc == GcPolicy::kLazySweep) CHECK(o.heap.objects_allocated_in_sweep > 0);  // swept while they ran
-  }
+  for (GcPolicy gc : kAllGcPolicies)
+    for (MarkMode mark : {MarkMode::kAtomic, MarkMode::kBuffered}) {
+      Config c;
+      c.gc = gc;
+      c.threads = test::emulated() ? 2 : 4;
+      c.size = test::scaled(300, 6);
+      // The heap shrinks with the work so that the scaled-down run still collects.
+      c.heap = test::emulated() ? 64 << 10 : 512 << 10;
+      c.barrier = {true, mark, true};
+      const Outcome o = run_workload("threads", c);
+      INFO(gc_policy_name(gc) << ", " << mark_mode_name(mark) << " marks");
+      if (!o.result.ok()) FAIL(o.result.error().message);
+      CHECK(*o.result == 20);
+      CHECK(o.heap.gcs >= 1);
+      CHECK(o.prof.protocol_errors == 0);
+      if (gc == GcPolicy::kLazySweep) CHECK(o.heap.objects_allocated_in_sweep > 0);  // swept while they ran
+    }
 }
 
 TEST_CASE("threads workload: several mutators while every allocation-started GC compacts", "[sim][fragmentation]") {

@@ -74,7 +74,12 @@ int run(const RunOptions& o) {
   else if (o.barrier == "cache-atomic") io.barrier = {true, MarkMode::kAtomic, true};
   else if (o.barrier == "nocache-racy") io.barrier = {false, MarkMode::kRacy, true};
   else if (o.barrier == "nocache-atomic") io.barrier = {false, MarkMode::kAtomic, true};
-  else return fail("--barrier must be cache-racy, cache-atomic, nocache-racy or nocache-atomic, not '" + o.barrier + "'");
+  else if (o.barrier == "cache-buffered") io.barrier = {true, MarkMode::kBuffered, true};
+  else if (o.barrier == "nocache-buffered") io.barrier = {false, MarkMode::kBuffered, true};
+  else return fail("--barrier must be cache-racy, cache-atomic, cache-buffered, nocache-racy, nocache-atomic or "
+                   "nocache-buffered, not '" + o.barrier + "'");
+  if (io.barrier.mark == MarkMode::kBuffered && o.exec == "jit")
+    return fail("--barrier=" + o.barrier + ": the JIT emits racy and atomic marks only; buffered marks run with --exec=interp");
   io.size = o.size;
   // The workload's `; @size` default (from the file or the embedded copy), else 1000.
   if (io.size == 0) io.size = wl->default_size ? wl->default_size : 1000;
@@ -199,7 +204,8 @@ const RegisterCommand kRun([](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--heap", opt->heap, "fixed heap size, e.g. 4M (default: the workload's, else 8M)");
   cmd->add_option("--gc", opt->gc, "semispace (copying), marksweep (non-moving) or lazysweep (marksweep swept in steps between allocations)");
   cmd->add_option("--pass", opt->pass, "barrier elimination: none, paper or global");
-  cmd->add_option("--barrier", opt->barrier, "cache-racy, cache-atomic, nocache-racy or nocache-atomic");
+  cmd->add_option("--barrier", opt->barrier, "cache-racy, cache-atomic, cache-buffered, nocache-racy, nocache-atomic or nocache-buffered "
+                  "(buffered: no mark lost under contention, interpreter only)");
   cmd->add_option("--stale-after", opt->stale_after, "GC_K: epochs without access before a report")->check(CLI::Range(1u, 1000000u));
   cmd->add_option("--min-size", opt->min_size, "track objects of at least this many bytes");
   cmd->add_option("--stale-bytes", opt->stale_bytes,
