@@ -6,6 +6,8 @@
 //   caching      every access site, with the last-accessed-object cache
 //   elim         the global elimination pass, no cache
 //   all          global pass and cache (what objprof run uses by default)
+//   all-atomic   the same with atomic marks (a locked fetch-or per mark)
+//   all-buffered the same with buffered marks (no mark lost, no locked instruction per mark)
 //
 // One iteration is one complete run of the workload's `main`, timed in process CPU time
 // (support/ladder.h says how). Sizes are the workloads' defaults scaled down so one run takes
@@ -27,6 +29,8 @@ const std::vector<LadderRung> kRungs = {
     {"caching", true, true, PassKind::kNone, true},
     {"elim", true, true, PassKind::kGlobal, false},
     {"all", true, true, PassKind::kGlobal, true},
+    {"all-atomic", true, true, PassKind::kGlobal, true, false, objprof::MarkMode::kAtomic},
+    {"all-buffered", true, true, PassKind::kGlobal, true, false, objprof::MarkMode::kBuffered},
 };
 
 // Default sizes divided so that one run is short; threads runs two mutators.

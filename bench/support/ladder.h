@@ -35,6 +35,7 @@ struct LadderRung {
   ir::PassKind pass;
   bool cache;
   bool pinned_cache = false;  // JIT only: the cache in a register instead of the thread field
+  MarkMode mark = MarkMode::kRacy;  // interpreter only for kBuffered (the JIT emits racy/atomic)
 };
 
 struct LadderWorkload {
@@ -74,7 +75,7 @@ inline void run_ladder_rung(benchmark::State& state, const sim::LoadedWorkload* 
     }
     sim::InterpOptions io;
     io.pass = rung.pass;
-    io.barrier = BarrierConfig{rung.cache, MarkMode::kRacy, false};
+    io.barrier = BarrierConfig{rung.cache, rung.mark, false};
     io.size = setup.size;
     io.threads = setup.threads;
     if (make_generator) io.jit = make_generator(rung);
