@@ -45,5 +45,5 @@ void register_all() { objprof::bench::register_ladder("bench_sim_ladder", "ladde
 
 int main(int argc, char** argv) {
   return objprof::bench::run_benchmarks(argc, argv, register_all,
-                                        {{"ladder", "no-barriers", {"none", "caching", "elim", "all"}, false, "process CPU", "min"}});
+                                        {{"ladder", "no-barriers", {"none", "caching", "elim", "all", "all-atomic", "all-buffered"}, false, "process CPU", "min"}});
 }
