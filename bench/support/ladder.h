@@ -11,6 +11,7 @@
 #pragma once
 
 #include "cpu_time.h"
+#include "perf_counters.h"
 #include "workloads.h"
 
 #include "sim/heap.h"
@@ -57,6 +58,11 @@ inline void run_ladder_rung(benchmark::State& state, const sim::LoadedWorkload* 
   }
   std::uint64_t gcs = 0, accesses = 0, barriers = 0;
   bool compiled = false;
+  // Events beside time (perf_counters.h): identical work should count identical instructions;
+  // page faults and context switches say where a slow repetition waited.
+  static const PerfCounters perf;
+  perf.report_unavailable_once();
+  PerfCounters::Counts events{};
   for (auto _ : state) {
     std::unique_ptr<Profiler> profiler;
     if (rung.profiler) {
@@ -91,9 +97,12 @@ inline void run_ladder_rung(benchmark::State& state, const sim::LoadedWorkload* 
           state.SkipWithError((mode.name + " was not compiled: " + mode.reason).c_str());
           return;
         }
+    const PerfCounters::Counts c0 = perf.read();
     const double t0 = process_cpu_seconds();
     auto result = (*interp)->run("main");
     const double t1 = process_cpu_seconds();
+    const PerfCounters::Counts c1 = perf.read();
+    for (int e = 0; e < PerfCounters::kEvents; ++e) events[e] += c1[e] - c0[e];
     if (!result.ok()) {
       state.SkipWithError(result.error().message.c_str());
       return;
@@ -106,6 +115,9 @@ inline void run_ladder_rung(benchmark::State& state, const sim::LoadedWorkload* 
   }
   const double n = static_cast<double>(state.iterations());
   state.counters["gcs"] = static_cast<double>(gcs) / n;
+  for (int e = 0; e < PerfCounters::kEvents; ++e)
+    if (perf.available(static_cast<PerfCounters::Event>(e)))
+      state.counters[PerfCounters::name(static_cast<PerfCounters::Event>(e))] = static_cast<double>(events[e]) / n;
   if (!compiled) {  // compiled code counts no accesses (docs/jit.md, "Statistics")
     state.counters["accesses"] = static_cast<double>(accesses) / n;
     state.counters["barriers"] = static_cast<double>(barriers) / n;
