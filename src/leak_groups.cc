@@ -11,11 +11,10 @@ namespace objprof {
 
 std::string format_leak_group(const LeakGroup& g) {
   const std::string where = format_site(g.method, g.bytecode_offset);
-  const std::string_view type = g.type_name.empty() ? std::string_view("<unknown type>") : g.type_name;
   return fmt::format(
       "objprof: possible leak: {} object{} ({} bytes) of {} allocated at {} (site {}), idle for {} GCs (median {}), "
       "first found in epoch {}; e.g. {:#x} ({} bytes)",
-      g.objects, g.objects == 1 ? "" : "s", g.bytes, type, where, g.site_id, g.oldest_idle_epochs,
+      g.objects, g.objects == 1 ? "" : "s", g.bytes, format_type(g.type_name), where, g.site_id, g.oldest_idle_epochs,
       g.typical_idle_epochs, g.first_detected, g.sample, g.sample_size);
 }
 

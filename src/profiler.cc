@@ -250,7 +250,7 @@ std::string format_leak(const LeakReport& r) {
   const std::string where = format_site(r.method, r.bytecode_offset);
   return fmt::format(
       "objprof: possible leak: {:#x} {} ({} bytes) allocated at {} (site {}), last accessed in epoch {}, not since ({} GCs)",
-      r.addr, r.type_name.empty() ? std::string_view("<unknown type>") : r.type_name, r.size, where, r.site_id,
+      r.addr, format_type(r.type_name), r.size, where, r.site_id,
       r.last_access_epoch, r.epoch - r.last_access_epoch);
 }
 

@@ -106,6 +106,10 @@ struct SiteInfo {
 // How reports name a site: "ListLeak.main bci 12", "leak.lua:12" (kNoOffset), or
 // "<unknown method>" for a site the runtime never described.
 std::string format_site(std::string_view method, std::uint32_t bytecode_offset);
+// How reports name a type: its name, or "<unknown type>" for one the runtime never defined.
+inline std::string_view format_type(std::string_view type_name) {
+  return type_name.empty() ? std::string_view("<unknown type>") : type_name;
+}
 
 // One possible leak, as passed to the leak callback and returned by possible_leaks().
 struct LeakReport {

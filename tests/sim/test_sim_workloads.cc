@@ -263,16 +263,24 @@ TEST_CASE("the mark-sweep heaps collect at most 3x as often as the semispace hea
   }
 }
 
+namespace {
+// The threads workload with several mutators; the heap shrinks with the work under emulation
+// so that the scaled-down run still collects.
+Config threads_config(GcPolicy gc, MarkMode mark, std::uint64_t native_heap) {
+  Config c;
+  c.gc = gc;
+  c.threads = test::emulated() ? 2 : 4;
+  c.size = test::scaled(300, 6);
+  c.heap = test::emulated() ? 64 << 10 : native_heap;
+  c.barrier = {true, mark, true};
+  return c;
+}
+}  // namespace
+
 TEST_CASE("threads workload: several mutators, stop-the-world marks, every collector", "[sim]") {
   for (GcPolicy gc : kAllGcPolicies)
     for (MarkMode mark : {MarkMode::kAtomic, MarkMode::kBuffered}) {
-      Config c;
-      c.gc = gc;
-      c.threads = test::emulated() ? 2 : 4;
-      c.size = test::scaled(300, 6);
-      // The heap shrinks with the work so that the scaled-down run still collects.
-      c.heap = test::emulated() ? 64 << 10 : 512 << 10;
-      c.barrier = {true, mark, true};
+      const Config c = threads_config(gc, mark, 512 << 10);
       const Outcome o = run_workload("threads", c);
       INFO(gc_policy_name(gc) << ", " << mark_mode_name(mark) << " marks");
       if (!o.result.ok()) FAIL(o.result.error().message);
@@ -287,12 +295,7 @@ TEST_CASE("threads workload: several mutators while every allocation-started GC 
   // Compaction rewrites every mutator's frames (parked at their safepoints) and the shared
   // table's slots; the workload's own checks read them back.
   for (GcPolicy gc : {GcPolicy::kMarkSweep, GcPolicy::kLazySweep}) {
-    Config c;
-    c.gc = gc;
-    c.threads = test::emulated() ? 2 : 4;
-    c.size = test::scaled(300, 6);
-    c.heap = test::emulated() ? 64 << 10 : 256 << 10;
-    c.barrier = {true, MarkMode::kAtomic, true};
+    Config c = threads_config(gc, MarkMode::kAtomic, 256 << 10);
     c.compact_free_fraction = 0;
     const Outcome o = run_workload("threads", c);
     INFO(gc_policy_name(gc));

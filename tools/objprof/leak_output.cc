@@ -4,12 +4,6 @@
 
 namespace objprof::cli {
 
-namespace {
-
-std::string_view type_label(std::string_view type) { return type.empty() ? std::string_view("<unknown type>") : type; }
-
-}  // namespace
-
 std::string format_leak_groups(const std::vector<LeakGroup>& groups, std::size_t top) {
   std::uint64_t objects = 0, bytes = 0;
   for (const LeakGroup& g : groups) {
@@ -23,7 +17,7 @@ std::string format_leak_groups(const std::vector<LeakGroup>& groups, std::size_t
     out += fmt::format(
         "  #{} {} allocated at {} (site {}): {} object{}, {} bytes, score {}\n"
         "      idle for {} GCs (median {}); stale since epoch {}, latest found in epoch {}; e.g. {:#x} ({} bytes)\n",
-        i + 1, type_label(g.type_name), format_site(g.method, g.bytecode_offset), g.site_id, g.objects,
+        i + 1, format_type(g.type_name), format_site(g.method, g.bytecode_offset), g.site_id, g.objects,
         g.objects == 1 ? "" : "s", g.bytes, g.score, g.oldest_idle_epochs, g.typical_idle_epochs, g.first_detected,
         g.last_detected, g.sample, g.sample_size);
     if (g.path) out += fmt::format("      path from a root: {}\n", format_path(*g.path));
@@ -37,7 +31,7 @@ std::string format_leak_objects(const std::vector<LeakReport>& objects, std::siz
   for (std::size_t i = 0; i < objects.size() && i < top; ++i) {
     const LeakReport& l = objects[i];
     out += fmt::format("  #{} {:#x} {} bytes  {}  allocated at {} (site {}), last access epoch {}, stale for {} GCs\n",
-                       i + 1, l.addr, l.size, type_label(l.type_name), format_site(l.method, l.bytecode_offset),
+                       i + 1, l.addr, l.size, format_type(l.type_name), format_site(l.method, l.bytecode_offset),
                        l.site_id, l.last_access_epoch, l.epoch - l.last_access_epoch);
   }
   if (objects.size() > top) out += fmt::format("  ... {} more\n", objects.size() - top);
