@@ -7,10 +7,10 @@
 // random 20% are touched every epoch and 4% die at each GC. A 10M-object trace has about 10M
 // allocations, 9.4M frees, 1M moves and 8M access bits (~370 MB).
 //
-// Benchmarks:
-//   BM_Analyze/N         trace -> Address-Chains (TraceAnalysis): read, CRC, decode, apply
+// Benchmarks (W: AnalyzerOptions::workers, 1 and 2; oneTBB is capped at W threads too):
+//   BM_Analyze/N/W       trace -> Address-Chains (TraceAnalysis): read, CRC, decode, apply
 //   BM_Report/N          build_report on the analysis (every view, one parallel pass)
-//   BM_EndToEnd/N        both, what `objprof report` does after reading the file
+//   BM_EndToEnd/N/W      both, what `objprof report` does after reading the file
 // Counters: events/s (allocs + moves + frees + access bits, per second of wall time),
 // events/cpu_s and cpu_s (process CPU time, both threads: robust on a shared machine),
 // objects/s, bytes_per_object (the analyzer's peak data over the object count), trace_MB.
@@ -20,6 +20,7 @@
 #include "objprof/profiler.h"
 
 #include <benchmark/benchmark.h>
+#include <tbb/global_control.h>
 
 #include <time.h>
 
@@ -123,13 +124,23 @@ void counters(benchmark::State& state, const analysis::TraceAnalysis& a, std::si
   state.SetBytesProcessed(static_cast<std::int64_t>(trace_bytes) * state.iterations());
 }
 
+// The second argument is AnalyzerOptions::workers, and caps oneTBB (the report's views) at
+// as many threads.
+analysis::AnalyzerOptions workers_option(const benchmark::State& state) {
+  analysis::AnalyzerOptions o;
+  o.workers = static_cast<unsigned>(state.range(1));
+  return o;
+}
+
 void BM_Analyze(benchmark::State& state) {
   const Synthetic& s = synthetic(static_cast<std::uint64_t>(state.range(0)));
+  const analysis::AnalyzerOptions options = workers_option(state);
+  tbb::global_control cap(tbb::global_control::max_allowed_parallelism, options.workers);
   std::unique_ptr<analysis::TraceAnalysis> last;
   double cpu = 0;
   for (auto _ : state) {
     const double c0 = process_cpu_seconds();
-    auto r = analysis::analyze(s.trace);
+    auto r = analysis::analyze(s.trace, options);
     cpu += process_cpu_seconds() - c0;
     if (!r.ok()) {
       state.SkipWithError(r.error().message.c_str());
@@ -163,11 +174,13 @@ void BM_Report(benchmark::State& state) {
 
 void BM_EndToEnd(benchmark::State& state) {
   const Synthetic& s = synthetic(static_cast<std::uint64_t>(state.range(0)));
+  const analysis::AnalyzerOptions options = workers_option(state);
+  tbb::global_control cap(tbb::global_control::max_allowed_parallelism, options.workers);
   std::unique_ptr<analysis::TraceAnalysis> last;
   double cpu = 0;
   for (auto _ : state) {
     const double c0 = process_cpu_seconds();
-    auto r = analysis::analyze(s.trace);
+    auto r = analysis::analyze(s.trace, options);
     if (!r.ok()) {
       state.SkipWithError(r.error().message.c_str());
       return;
@@ -182,9 +195,14 @@ void BM_EndToEnd(benchmark::State& state) {
   counters(state, *last, s.trace.size(), cpu);
 }
 
-BENCHMARK(BM_Analyze)->Arg(1'000'000)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
+// {objects, workers}: 1 and 2 workers side by side at each size.
+void sizes_and_workers(benchmark::internal::Benchmark* b) {
+  for (long objects : {1'000'000L, 10'000'000L})
+    for (long workers : {1L, 2L}) b->Args({objects, workers});
+}
+BENCHMARK(BM_Analyze)->Apply(sizes_and_workers)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 BENCHMARK(BM_Report)->Arg(1'000'000)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
-BENCHMARK(BM_EndToEnd)->Arg(1'000'000)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
+BENCHMARK(BM_EndToEnd)->Apply(sizes_and_workers)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 
 }  // namespace
 

@@ -1,11 +1,13 @@
-// Analyzer (one thread) and analyze()/analyze_file() (two threads): both run the front half
-// (analyzer_front.h: decode, definitions, new objects) and the back half (analyzer_back.h:
-// address map, GCs, access bits) over EventBatches; analyze() runs the reader and the front
-// on a second thread, a few batches ahead of the back.
+// Analyzer (one thread) and analyze()/analyze_file() (options.workers): both run the front
+// half (analyzer_front.h: decode, definitions, new objects) and the back half
+// (analyzer_back.h: address map, GCs, access bits) over EventBatches. With one worker
+// everything runs on the calling thread; with more, the reader and the front run on a thread
+// of their own, a few batches ahead of the back, whose shards run on the workers.
 #include "objprof/analysis/analyzer.h"
 
 #include "analyzer_back.h"
 #include "analyzer_front.h"
+#include "crew.h"
 
 #include "objprof/profiler.h"
 
@@ -76,12 +78,46 @@ Result<TraceAnalysis> conclude(TraceAnalysis& a, internal::Front& front, interna
   return std::move(a);
 }
 
-// Reader and front on a second thread, the back on the calling one. Batches circulate
-// through two queues (full ones to the back, empty ones back to the front), so memory stays
-// at a few batches whatever the trace size.
+unsigned workers_for(const AnalyzerOptions& options) {
+  if (options.workers > 0) return options.workers;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw > 0 ? hw : 1;
+}
+
+// Everything on the calling thread: each full batch is applied as soon as the front hands it over.
+template <class Read>
+Result<TraceAnalysis> inline_analysis(const AnalyzerOptions& options, std::uint64_t input_bytes, Read read) {
+  TraceAnalysis a;
+  internal::EventBatch batch;
+  batch.events.reserve(internal::EventBatch::kCapacity);
+  internal::Back back(a, options, 1);
+  internal::Front front(a, options, &batch, [&](internal::EventBatch* b) {
+    back.apply(*b);
+    b->clear();
+    return b;
+  });
+  front.set_input_bytes(input_bytes);
+  Result<trace::ReadSummary> summary = read(front);
+  front.finish();
+  if (!summary.ok()) return summary.error();
+  return conclude(a, front, back, *summary, 1);
+}
+
+// Shards per worker: more shards than threads, so that a phase is shared out in small tasks
+// among whichever threads are running (a descheduled thread holds up one small task at most).
+constexpr unsigned kShardsPerWorker = 4;
+
+// The reader and the front on a thread of their own, the back on the calling one; with more
+// than two workers, workers - 2 helpers besides. Batches circulate through two queues (full
+// ones to the back, empty ones back to the front), so memory stays at a few batches whatever
+// the trace size. The back's shard tasks are taken by the calling thread, the helpers and
+// the reader whenever it would otherwise wait for an empty batch: the work of N workers runs
+// on N threads.
 template <class Read>
 Result<TraceAnalysis> pipelined(const AnalyzerOptions& options, std::uint64_t input_bytes, Read read) {
-  constexpr int kBatches = 4;
+  const unsigned workers = workers_for(options);
+  if (workers == 1) return inline_analysis(options, input_bytes, read);
+  constexpr int kBatches = 16;
   std::vector<std::unique_ptr<internal::EventBatch>> pool;
   tbb::concurrent_bounded_queue<internal::EventBatch*> full, empty;
   for (int i = 0; i < kBatches; ++i) {
@@ -89,17 +125,25 @@ Result<TraceAnalysis> pipelined(const AnalyzerOptions& options, std::uint64_t in
     pool.back()->events.reserve(internal::EventBatch::kCapacity);
     empty.push(pool.back().get());
   }
+  const unsigned shards = std::min(workers * kShardsPerWorker, internal::Back::kMaxShards);
+  internal::Crew crew(workers - 2);
   TraceAnalysis a;
   internal::EventBatch* first = nullptr;
   empty.pop(first);
-  internal::Front front(a, options, first, [&](internal::EventBatch* b) {
-    full.push(b);
-    internal::EventBatch* next = nullptr;
-    empty.pop(next);
-    return next;
-  });
+  internal::Front front(
+      a, options, first,
+      [&](internal::EventBatch* b) {
+        full.push(b);
+        internal::EventBatch* next = nullptr;
+        for (;;) {
+          const std::uint32_t seen = crew.signal();
+          if (empty.try_pop(next)) return next;
+          if (!crew.help()) crew.wait(seen);
+        }
+      },
+      shards);
   front.set_input_bytes(input_bytes);
-  internal::Back back(a, options);
+  internal::Back back(a, options, shards, &crew);
   std::optional<Result<trace::ReadSummary>> summary;
   std::thread reader([&] {
     summary.emplace(read(front));
@@ -113,6 +157,7 @@ Result<TraceAnalysis> pipelined(const AnalyzerOptions& options, std::uint64_t in
     back.apply(*b);
     b->clear();
     empty.push(b);
+    crew.poke();  // the reader may be waiting for it
   }
   reader.join();
   if (!summary->ok()) return summary->error();

@@ -14,139 +14,345 @@ constexpr std::size_t kAhead = 16;
 constexpr std::uint32_t kMissing = AddressMap::kMissing;
 }  // namespace
 
-std::uint64_t Back::size_of(ObjectId o) const {
-  const std::uint32_t s = a_.objects.size_field(o);
-  return s != ChainStore::kBigSize ? s : big_sizes_.at(o);
+Back::Back(TraceAnalysis& a, const AnalyzerOptions& options, unsigned shards, Crew* crew) : a_(a), opt_(options), crew_(crew) {
+  shards = std::clamp(shards, 1u, kMaxShards);
+  for (unsigned i = 0; i < shards; ++i) {
+    shards_.push_back(std::make_unique<Shard>());
+    shards_.back()->index = i;
+  }
 }
 
-void Back::kill(ObjectId id, std::uint32_t at) {
+void Back::run_shards(const std::function<void(unsigned)>& job) {
+  if (crew_) crew_->run(static_cast<unsigned>(shards_.size()), job);
+  else
+    for (unsigned i = 0; i < shards_.size(); ++i) job(i);
+}
+
+Back::~Back() = default;
+
+Back::GcDelta& Back::Counters::gc(std::uint32_t epoch) {
+  // Nearly every count lands in the running GC's record: look there first.
+  for (auto it = gcs.rbegin(); it != gcs.rend(); ++it)
+    if (it->epoch == epoch) return *it;
+  return gcs.emplace_back(GcDelta{epoch});
+}
+
+std::uint64_t Back::size_of(ObjectId o) const {
+  const std::uint32_t s = a_.objects.size_field(o);
+  if (s != ChainStore::kBigSize) return s;
+  const std::lock_guard lock(big_mutex_);
+  return big_sizes_.at(o);
+}
+
+void Back::kill(Counters& c, ObjectId id, std::uint32_t at, std::size_t gcs_seen) {
   a_.objects.set_dead(id, at);
   const std::uint64_t size = size_of(id);
-  --a_.live_objects;
-  a_.live_bytes -= size;
-  if (at < a_.gcs.size()) {
-    ++a_.gcs[at].freed_objects;
-    a_.gcs[at].freed_bytes += size;
+  --c.live_objects;
+  c.live_bytes -= size;
+  if (at < gcs_seen) {
+    GcDelta& d = c.gc(at);
+    ++d.freed_objects;
+    d.freed_bytes += size;
   }
 }
 
 // The previous occupant of an address that a new object (or a moved one) now takes had no
 // free record: it died at the latest GC it could have died in.
-void Back::infer_death(ObjectId prev, std::uint32_t at) {
-  kill(prev, std::max(at, a_.objects.birth_epoch(prev)));
+void Back::infer_death(Counters& c, ObjectId prev, std::uint32_t at, std::size_t gcs_seen) {
+  kill(c, prev, std::max(at, a_.objects.birth_epoch(prev)), gcs_seen);
   a_.objects.add_flags(prev, kDeathInferred);
-  ++a_.stats.inferred_deaths;
+  ++c.inferred_deaths;
 }
 
-void Back::place(ObjectId id, std::uint64_t addr, std::uint64_t size, std::uint32_t infer_at) {
-  if (a_.objects.size_field(id) == ChainStore::kBigSize) big_sizes_[id] = size;
-  ++a_.live_objects;
-  a_.live_bytes += size;
-  a_.stats.peak_live_objects = std::max(a_.stats.peak_live_objects, a_.live_objects);
-  const std::uint32_t prev = map_.put(addr, id);
-  if (prev != kMissing) infer_death(prev, infer_at);
+// The occupant it replaces dies first, so the live count never counts both (and only grows
+// between GCs: its peak is reached where a GC begins to collect or the trace ends).
+void Back::place(Shard& s, Counters& c, ObjectId id, std::uint64_t addr, std::uint64_t size, std::uint32_t infer_at,
+                 std::size_t gcs_seen) {
+  if (a_.objects.size_field(id) == ChainStore::kBigSize) {
+    const std::lock_guard lock(big_mutex_);
+    big_sizes_[id] = size;
+  }
+  const std::uint32_t prev = s.map.put(addr, id);
+  if (prev != kMissing) infer_death(c, prev, infer_at, gcs_seen);
+  ++c.live_objects;
+  c.live_bytes += size;
+}
+
+void Back::born(const Event& e) noexcept { a_.objects.init(e.id, e.ctx, e.y, e.x, e.epoch, e.z, e.flags); }
+
+void Back::mark(Shard& s, ObjectId id, std::uint32_t epoch, bool defer) {
+  if (a_.objects.try_extend_access(id, epoch)) return;
+  if (defer) s.gaps.emplace_back(id, epoch);
+  else a_.objects.start_run(id, epoch);
+}
+
+void Back::merge(Counters& c) {
+  a_.live_objects += c.live_objects;
+  a_.live_bytes += c.live_bytes;
+  AnalysisStats& st = a_.stats;
+  st.inferred_deaths += c.inferred_deaths;
+  st.unknown_frees += c.unknown_frees;
+  st.unknown_moves += c.unknown_moves;
+  st.unknown_resizes += c.unknown_resizes;
+  st.marked_bits += c.marked_bits;
+  st.resolved_bits += c.resolved_bits;
+  st.unresolved_bits += c.unresolved_bits;
+  for (const GcDelta& d : c.gcs) {
+    GcRecord& r = a_.gcs[d.epoch];
+    r.freed_objects += d.freed_objects;
+    r.freed_bytes += d.freed_bytes;
+    r.moved_objects += d.moved_objects;
+    r.marked_bits += d.marked_bits;
+  }
+  std::vector<GcDelta> keep = std::move(c.gcs);
+  keep.clear();
+  c = Counters{};
+  c.gcs = std::move(keep);
+}
+
+void Back::merge_deferred(Shard& s) {
+  for (const Moved& m : s.moved) a_.objects.add_move(m.id, m.epoch, m.to);
+  // A second access of the same epoch (a dump written as several records) then extends the
+  // run the first one started.
+  for (auto [id, epoch] : s.gaps) mark(s, id, epoch, false);
+  for (auto [id, bytes] : s.footprints) a_.objects.set_footprint(id, bytes);
+  s.moved.clear();
+  s.gaps.clear();
+  s.footprints.clear();
+}
+
+void Back::note_peak_live() noexcept {
+  a_.stats.peak_live_objects = std::max(a_.stats.peak_live_objects, a_.live_objects + serial_.live_objects);
 }
 
 void Back::apply(const EventBatch& batch) {
+  if (batch.events.empty()) return;
+  log2_granule_ = static_cast<unsigned>(__builtin_ctz(a_.header.granule_bytes ? a_.header.granule_bytes : 8));
+  if (crew_ && shards_.size() > 1 && can_run_parallel(batch)) apply_parallel(batch);
+  else apply_serial(batch);
+}
+
+// A batch runs on all shards at once when nothing in it needs another shard's result before
+// its end: no free or move outside a GC (applied at once), a GC end only as the last event,
+// and access bits of one epoch (a new run of epochs is appended after the shards finish, and
+// only in the order of the epochs is that the same as applying them at once).
+bool Back::can_run_parallel(const EventBatch& batch) const {
   const std::vector<Event>& ev = batch.events;
-  const std::size_t n = ev.size();
-  std::size_t places = 0;
-  for (const Event& e : ev) places += e.kind == Event::kPlace;
-  map_.reserve_more(places);  // no rehash inside the loop: prefetched lines stay valid
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n && ev[i + kAhead].kind == Event::kPlace && !in_gc_) map_.prefetch(ev[i + kAhead].x);
+  bool in_gc = cur_.in_gc;
+  std::uint32_t bits_epoch = 0;
+  bool bits = false;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
     const Event& e = ev[i];
     switch (e.kind) {
-      case Event::kPlace:
-        if (in_gc_) born_in_gc_.push_back({e.id, e.x, e.y});  // after the GC's moves and frees
-        else place(e.id, e.x, e.y, epoch_ > 0 ? epoch_ - 1 : 0);
-        break;
       case Event::kFree:
       case Event::kMove:
       case Event::kRange:
-        ops_.push_back({e.kind, e.x, e.y, e.z});
-        if (!in_gc_) apply_gc(epoch_);  // not produced by the profiler; applied at once
+        if (!in_gc) return false;
+        break;
+      case Event::kGcBegin:
+        if (in_gc) return false;
+        in_gc = true;
+        break;
+      case Event::kGcEnd:
+        if (!in_gc || i + 1 != ev.size()) return false;
+        in_gc = false;
+        break;
+      case Event::kBits:
+        if (bits && e.id != bits_epoch) return false;
+        bits = true;
+        bits_epoch = e.id;
+        break;
+      default:
+        break;
+    }
+  }
+  return true;
+}
+
+void Back::apply_serial(const EventBatch& batch) {
+  const std::vector<Event>& ev = batch.events;
+  const std::size_t n = ev.size();
+  if (shards_.size() == 1) {
+    std::size_t places = 0;
+    for (const Event& e : ev) places += e.kind == Event::kPlace;
+    shards_[0]->map.reserve_more(places);  // no rehash inside the loop: prefetched lines stay valid
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n && ev[i + kAhead].kind == Event::kPlace && !cur_.in_gc) shard_of(ev[i + kAhead].x).map.prefetch(ev[i + kAhead].x);
+    const Event& e = ev[i];
+    switch (e.kind) {
+      case Event::kPlace:
+        born(e);
+        if (cur_.in_gc) {
+          shard_of(e.x).born.push_back({e.id, e.x, e.y});  // after the GC's moves and frees
+        } else {
+          place(shard_of(e.x), serial_, e.id, e.x, e.y, cur_.epoch > 0 ? cur_.epoch - 1 : 0, cur_.gcs_seen);
+          note_peak_live();
+        }
+        break;
+      case Event::kFree:
+      case Event::kMove:
+        shard_of(e.x).ops.push_back({e.kind, e.id, e.x, e.y, e.z});
+        if (!cur_.in_gc) collect(cur_.epoch, false);  // not produced by the profiler; applied at once
+        break;
+      case Event::kRange:
+        for (auto& s : shards_) s->ops.push_back({e.kind, e.id, e.x, e.y, e.z});
+        if (!cur_.in_gc) collect(cur_.epoch, false);
         break;
       case Event::kGcBegin: {
-        in_gc_ = true;
+        cur_.in_gc = true;
         GcRecord r;
         r.epoch = static_cast<std::uint32_t>(e.x);
         r.kind = static_cast<trace::GcKind>(e.gc_kind);
         r.bytes_begin = e.y;
         a_.gcs.push_back(r);
+        cur_.gcs_seen = a_.gcs.size();
         break;
       }
-      case Event::kGcEnd: {
-        apply_gc(epoch_);
-        GcRecord& r = a_.gcs.back();
-        r.ended = true;
-        r.bytes_end = e.y;
-        r.live_objects_after = a_.live_objects;
-        r.live_bytes_after = a_.live_bytes;
-        note_memory();
-        in_gc_ = false;
-        ++epoch_;
+      case Event::kGcEnd:
+        end_gc(e.y, false);
         break;
-      }
       case Event::kBits: {
         const std::span<const std::pair<std::uint64_t, std::uint64_t>> words(batch.words.data() + e.y, e.z);
-        std::uint64_t bits = 0;
-        for (auto [idx, word] : words) bits += static_cast<std::uint64_t>(__builtin_popcountll(word));
-        a_.stats.marked_bits += bits;
-        if (in_gc_ && !a_.gcs.empty()) a_.gcs.back().marked_bits += bits;
-        resolve_bits(e.x, e.id, words);
+        if (shards_.size() == 1 && words.size() >= opt_.parallel_bitmap_words)
+          resolve_in_parallel(*shards_[0], serial_, e.x, e.id, words);
+        else
+          resolve_words(*shards_[e.shard], serial_, cur_, e.x, e.id, words, false);
         break;
       }
       case Event::kResize:
         // The profiler writes a bracket's mutator records after its gc-end, so the object is
         // in the map; a resize of an address nobody holds is counted, not guessed at.
-        if (const std::uint32_t id = map_.find(e.x); id != kMissing) a_.objects.set_footprint(id, e.y);
-        else ++a_.stats.unknown_resizes;
+        if (const std::uint32_t id = shard_of(e.x).map.find(e.x); id != kMissing) a_.objects.set_footprint(id, e.y);
+        else ++serial_.unknown_resizes;
         break;
       case Event::kStale:
-        if (in_gc_) {
-          stale_.push_back(e.x);
-        } else if (const std::uint32_t id = map_.find(e.x); id != kMissing) {
+        if (cur_.in_gc) {
+          shard_of(e.x).stale.push_back(e.x);
+        } else if (const std::uint32_t id = shard_of(e.x).map.find(e.x); id != kMissing) {
           a_.objects.add_flags(id, kReportedStale);
         }
         break;
     }
   }
+  merge(serial_);
 }
 
-void Back::resolve_bits(std::uint64_t begin, std::uint32_t e, std::span<const std::pair<std::uint64_t, std::uint64_t>> words) {
-  if (log2_granule_ != static_cast<unsigned>(__builtin_ctz(a_.header.granule_bytes)))
-    log2_granule_ = static_cast<unsigned>(__builtin_ctz(a_.header.granule_bytes));
-  const unsigned lg = log2_granule_;
-  if (words.size() < opt_.parallel_bitmap_words) {
-    bit_addrs_.clear();
-    for (auto [idx, word] : words) {
-      while (word) {
-        const unsigned b = static_cast<unsigned>(__builtin_ctzll(word));
-        word &= word - 1;
-        bit_addrs_.push_back(begin + ((idx * 64 + b) << lg));
-      }
-    }
-    const std::size_t n = bit_addrs_.size();
-    ids_.resize(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (i + kAhead < n) map_.prefetch(bit_addrs_[i + kAhead]);
-      ids_[i] = map_.find(bit_addrs_[i]);
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      if (i + kAhead < n && ids_[i + kAhead] != kMissing) a_.objects.prefetch_access(ids_[i + kAhead]);
-      if (ids_[i] == kMissing) {
-        ++a_.stats.unresolved_bits;
-      } else {
-        ++a_.stats.resolved_bits;
-        a_.objects.mark_accessed(ids_[i], e);
-      }
-    }
-    return;
+void Back::apply_parallel(const EventBatch& batch) {
+  // The GC records begun in this batch exist before the shards count into them.
+  for (const Event& e : batch.events) {
+    if (e.kind != Event::kGcBegin) continue;
+    GcRecord r;
+    r.epoch = static_cast<std::uint32_t>(e.x);
+    r.kind = static_cast<trace::GcKind>(e.gc_kind);
+    r.bytes_begin = e.y;
+    a_.gcs.push_back(r);
   }
-  // A large dump: resolve in parallel. The map is read-only here and each object appears at
-  // most once per epoch (one bit per object start), so the inline run updates touch distinct
-  // objects; the rare gap (a new run in the side array) is appended afterwards.
+  for (auto& s : shards_) s->cur = cur_;
+  run_shards([&](unsigned i) { scan(*shards_[i], batch); });
+  cur_ = shards_[0]->cur;
+  for (auto& s : shards_) {
+    merge_deferred(*s);
+    merge(s->counters);
+  }
+  note_peak_live();
+  if (!batch.events.empty() && batch.events.back().kind == Event::kGcEnd) end_gc(batch.events.back().y, true);
+}
+
+// One shard's share of a batch that runs in parallel (can_run_parallel): what lies in its
+// windows, in file order; a closing GC end is left to the caller.
+void Back::scan(Shard& s, const EventBatch& batch) {
+  const std::vector<Event>& ev = batch.events;
+  const std::vector<std::uint32_t>& route = batch.routes[s.index];
+  std::size_t n = route.size();
+  if (n > 0 && ev[route[n - 1]].kind == Event::kGcEnd) --n;
+  Cursor& cur = s.cur;
+  std::size_t places = 0;
+  for (std::size_t j = 0; j < n; ++j) places += ev[route[j]].kind == Event::kPlace;
+  s.map.reserve_more(places);
+  for (std::size_t j = 0; j < n; ++j) {
+    if (j + kAhead < n && !cur.in_gc) {
+      const Event& ahead = ev[route[j + kAhead]];
+      if (ahead.kind == Event::kPlace) s.map.prefetch(ahead.x);
+    }
+    const Event& e = ev[route[j]];
+    switch (e.kind) {
+      case Event::kPlace:
+        born(e);
+        if (cur.in_gc) s.born.push_back({e.id, e.x, e.y});
+        else place(s, s.counters, e.id, e.x, e.y, cur.epoch > 0 ? cur.epoch - 1 : 0, cur.gcs_seen);
+        break;
+      case Event::kFree:
+      case Event::kMove:
+      case Event::kRange:
+        s.ops.push_back({e.kind, e.id, e.x, e.y, e.z});
+        break;
+      case Event::kGcBegin:
+        cur.in_gc = true;
+        ++cur.gcs_seen;
+        break;
+      case Event::kGcEnd:
+        break;  // not reached: only ever the last event
+      case Event::kBits: {
+        const std::span<const std::pair<std::uint64_t, std::uint64_t>> words(batch.words.data() + e.y, e.z);
+        resolve_words(s, s.counters, s.cur, e.x, e.id, words, true);
+        break;
+      }
+      case Event::kResize:
+        if (const std::uint32_t id = s.map.find(e.x); id != kMissing) s.footprints.emplace_back(id, e.y);
+        else ++s.counters.unknown_resizes;
+        break;
+      case Event::kStale:
+        if (cur.in_gc) s.stale.push_back(e.x);
+        else if (const std::uint32_t id = s.map.find(e.x); id != kMissing) a_.objects.add_flags(id, kReportedStale);
+        break;
+    }
+  }
+}
+
+// The bits of one dump that lie in shard s's windows (a word across two windows is in the
+// dumps of both shards), looked up in its map; with `defer`, new runs are appended later.
+void Back::resolve_words(Shard& s, Counters& c, const Cursor& cur, std::uint64_t begin, std::uint32_t epoch,
+                         std::span<const std::pair<std::uint64_t, std::uint64_t>> words, bool defer) {
+  const unsigned lg = log2_granule_;
+  const bool sharded = shards_.size() > 1;
+  s.bit_addrs.clear();
+  for (auto [idx, word] : words) {
+    const std::uint64_t first = begin + ((idx * 64) << lg);
+    const bool check = sharded && ((first >> kWindowBits) != ((first + (std::uint64_t{63} << lg)) >> kWindowBits));
+    while (word) {
+      const unsigned b = static_cast<unsigned>(__builtin_ctzll(word));
+      word &= word - 1;
+      const std::uint64_t addr = first + (std::uint64_t{b} << lg);
+      if (!check || owner(addr) == s.index) s.bit_addrs.push_back(addr);
+    }
+  }
+  const std::size_t n = s.bit_addrs.size();
+  c.marked_bits += n;
+  if (cur.in_gc && cur.gcs_seen > 0) c.gc(static_cast<std::uint32_t>(cur.gcs_seen - 1)).marked_bits += n;
+  s.ids.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) s.map.prefetch(s.bit_addrs[i + kAhead]);
+    s.ids[i] = s.map.find(s.bit_addrs[i]);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n && s.ids[i + kAhead] != kMissing) a_.objects.prefetch_access(s.ids[i + kAhead]);
+    if (s.ids[i] == kMissing) {
+      ++c.unresolved_bits;
+    } else {
+      ++c.resolved_bits;
+      mark(s, s.ids[i], epoch, defer);
+    }
+  }
+}
+
+// One shard only (threads == 1), a large dump: resolved with oneTBB. The map is read-only here
+// and each object appears at most once per epoch (one bit per object start), so the inline run
+// updates touch distinct objects; the rare gap (a new run in the side array) is appended
+// afterwards.
+void Back::resolve_in_parallel(Shard& s, Counters& c, std::uint64_t begin, std::uint32_t epoch,
+                               std::span<const std::pair<std::uint64_t, std::uint64_t>> words) {
+  const unsigned lg = log2_granule_;
   struct Local {
     std::uint64_t resolved = 0, unresolved = 0;
     std::vector<ObjectId> gaps;
@@ -159,110 +365,187 @@ void Back::resolve_bits(std::uint64_t begin, std::uint32_t e, std::span<const st
       while (word) {
         const unsigned b = static_cast<unsigned>(__builtin_ctzll(word));
         word &= word - 1;
-        const std::uint32_t id = map_.find(begin + ((idx * 64 + b) << lg));
+        const std::uint32_t id = s.map.find(begin + ((idx * 64 + b) << lg));
         if (id == kMissing) {
           ++l.unresolved;
         } else {
           ++l.resolved;
-          if (!a_.objects.try_extend_access(id, e)) l.gaps.push_back(id);
+          if (!a_.objects.try_extend_access(id, epoch)) l.gaps.push_back(id);
         }
       }
     }
   });
+  std::uint64_t bits = 0;
   for (Local& l : locals) {
-    a_.stats.resolved_bits += l.resolved;
-    a_.stats.unresolved_bits += l.unresolved;
-    for (ObjectId id : l.gaps) a_.objects.start_run(id, e);
+    c.resolved_bits += l.resolved;
+    c.unresolved_bits += l.unresolved;
+    bits += l.resolved + l.unresolved;
+    for (ObjectId id : l.gaps) a_.objects.start_run(id, epoch);
+  }
+  c.marked_bits += bits;
+  if (cur_.in_gc && cur_.gcs_seen > 0) c.gc(static_cast<std::uint32_t>(cur_.gcs_seen - 1)).marked_bits += bits;
+}
+
+void Back::end_gc(std::uint64_t bytes_end, bool parallel) {
+  collect(cur_.epoch, parallel);
+  if (!a_.gcs.empty()) {
+    GcRecord& r = a_.gcs.back();
+    r.ended = true;
+    r.bytes_end = bytes_end;
+    r.live_objects_after = a_.live_objects;
+    r.live_bytes_after = a_.live_bytes;
+  }
+  note_memory();
+  cur_.in_gc = false;
+  ++cur_.epoch;
+}
+
+// Applies the running GC's frees and moves (or one outside a GC) as one batch: every source
+// leaves the pre-GC heap, then every destination is taken, then allocations made during it.
+void Back::collect(std::uint32_t e, bool parallel) {
+  if (parallel) run_shards([&](unsigned i) { leave(*shards_[i], shards_[i]->counters, e); });
+  else
+    for (auto& s : shards_) leave(*s, serial_, e);
+  // A range that moved nothing in any shard named no object.
+  for (std::size_t j = 0; j < shards_[0]->range_found.size(); ++j) {
+    std::uint64_t found = 0;
+    for (auto& s : shards_) found += s->range_found[j];
+    if (found == 0) ++serial_.unknown_moves;
+  }
+  if (parallel) run_shards([&](unsigned i) { arrive(*shards_[i], shards_[i]->counters, e, true); });
+  else
+    for (auto& s : shards_) arrive(*s, serial_, e, false);
+  for (auto& s : shards_) {
+    s->ops.clear();
+    s->out.clear();
+    s->range_found.clear();
+    merge_deferred(*s);
+    merge(s->counters);
+  }
+  merge(serial_);
+  note_peak_live();
+}
+
+// Pass 1 for one shard: the sources in its windows leave the map (lines prefetched a few ops
+// ahead); frees die, moves become relocations in op order.
+void Back::leave(Shard& s, Counters& c, std::uint32_t e) {
+  const std::size_t n = s.ops.size();
+  s.ids.resize(n);
+  s.range_out.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) s.map.prefetch(s.ops[i + kAhead].from);
+    if (s.ops[i].kind == Event::kRange) {
+      s.ids[i] = kMissing;
+      take_range(s, s.ops[i]);
+    } else {
+      s.ids[i] = s.map.erase(s.ops[i].from);
+    }
+  }
+  std::size_t range = 0, range_pos = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n && s.ids[i + kAhead] != kMissing) a_.objects.prefetch_update(s.ids[i + kAhead]);
+    const Op& op = s.ops[i];
+    if (op.kind == Event::kRange) {
+      const std::uint32_t k = s.range_found[range++];
+      s.out.insert(s.out.end(), s.range_out.begin() + static_cast<std::ptrdiff_t>(range_pos),
+                   s.range_out.begin() + static_cast<std::ptrdiff_t>(range_pos + k));
+      range_pos += k;
+      continue;
+    }
+    if (s.ids[i] == kMissing) ++(op.kind == Event::kFree ? c.unknown_frees : c.unknown_moves);
+    else if (op.kind == Event::kFree) kill(c, s.ids[i], e, cur_.gcs_seen);
+    else s.out.push_back({s.ids[i], op.seq, op.to});
   }
 }
 
-void Back::take_range(const Op& op) {
+// The part of a range move in shard s's windows: probe every granule there, or walk the
+// shard's map, whichever is less work.
+void Back::take_range(Shard& s, const Op& op) {
   const std::uint64_t end = op.from + op.bytes;
   const std::uint64_t delta = op.to - op.from;  // modular: also right for moves down
-  const std::uint64_t granules = op.bytes >> log2_granule_;
-  const std::size_t before = relocs_.size();
-  // Probe every granule of the range, or walk the whole map: whichever is less work.
-  if (granules <= 4 * static_cast<std::uint64_t>(map_.size()) + 64) {
-    for (std::uint64_t addr = op.from; addr < end; addr += std::uint64_t{1} << log2_granule_) {
-      const std::uint32_t id = map_.erase(addr);
-      if (id != kMissing) relocs_.push_back({id, addr + delta});
+  const unsigned lg = log2_granule_;
+  const std::uint64_t granules = op.bytes >> lg;
+  const std::size_t before = s.range_out.size();
+  if (granules / shards_.size() <= 4 * static_cast<std::uint64_t>(s.map.size()) + 64) {
+    for (std::uint64_t addr = op.from; addr < end;) {
+      if (owner(addr) != s.index) {  // skip to the next window
+        const std::uint64_t window_end = ((addr >> kWindowBits) + 1) << kWindowBits;
+        if (window_end <= addr) break;
+        addr += ((window_end - addr + (std::uint64_t{1} << lg) - 1) >> lg) << lg;
+        continue;
+      }
+      const std::uint32_t id = s.map.erase(addr);
+      if (id != kMissing) s.range_out.push_back({id, op.seq, addr + delta});
+      addr += std::uint64_t{1} << lg;
     }
   } else {
     std::vector<std::pair<std::uint64_t, ObjectId>> inside;
-    map_.for_each([&](std::uint64_t addr, std::uint32_t id) {
-      if (addr >= op.from && addr < end) inside.emplace_back(addr, id);
+    s.map.for_each([&](std::uint64_t addr, std::uint32_t id) {
+      if (addr >= op.from && addr < end && ((addr - op.from) & ((std::uint64_t{1} << lg) - 1)) == 0) inside.emplace_back(addr, id);
     });
+    std::sort(inside.begin(), inside.end());
     for (auto [addr, id] : inside) {
-      map_.erase(addr);
-      relocs_.push_back({id, addr + delta});
+      s.map.erase(addr);
+      s.range_out.push_back({id, op.seq, addr + delta});
     }
   }
-  if (relocs_.size() == before) ++a_.stats.unknown_moves;
+  s.range_found.push_back(static_cast<std::uint32_t>(s.range_out.size() - before));
 }
 
-void Back::apply_gc(std::uint32_t e) {
-  log2_granule_ = static_cast<unsigned>(__builtin_ctz(a_.header.granule_bytes ? a_.header.granule_bytes : 8));
-  relocs_.clear();
-  // Pass 1: every source leaves the pre-GC heap (map lines prefetched a few ops ahead)...
-  const std::size_t n = ops_.size();
-  ids_.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) map_.prefetch(ops_[i + kAhead].from);
-    if (ops_[i].kind == Event::kRange) {
-      ids_[i] = kMissing;
-      take_range(ops_[i]);
-    } else {
-      ids_[i] = map_.erase(ops_[i].from);
-    }
+// Pass 2 for one shard: the relocations landing in its windows, from every shard, in op order
+// (a later move onto the same address wins, as in file order); then the GC's allocations and
+// its online leak reports there.
+void Back::arrive(Shard& t, Counters& c, std::uint32_t e, bool defer) {
+  std::vector<Relocation>* in = &t.out;
+  if (shards_.size() > 1) {
+    t.in.clear();
+    for (auto& s : shards_)
+      for (const Relocation& r : s->out)
+        if (owner(r.to) == t.index) t.in.push_back(r);
+    std::stable_sort(t.in.begin(), t.in.end(), [](const Relocation& x, const Relocation& y) { return x.seq < y.seq; });
+    in = &t.in;
   }
-  // ...then the objects are updated (their records prefetched the same way).
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n && ids_[i + kAhead] != kMissing) a_.objects.prefetch_update(ids_[i + kAhead]);
-    const Op& op = ops_[i];
-    if (op.kind == Event::kRange) continue;
-    if (ids_[i] == kMissing) ++(op.kind == Event::kFree ? a_.stats.unknown_frees : a_.stats.unknown_moves);
-    else if (op.kind == Event::kFree) kill(ids_[i], e);
-    else relocs_.push_back({ids_[i], op.to});
-  }
-  // Pass 2: every destination.
-  map_.reserve_more(relocs_.size());
-  for (std::size_t i = 0; i < relocs_.size(); ++i) {
-    if (i + kAhead < relocs_.size()) map_.prefetch(relocs_[i + kAhead].to);
-    const Relocation& r = relocs_[i];
+  const std::vector<Relocation>& rel = *in;
+  t.map.reserve_more(rel.size() + t.born.size());
+  for (std::size_t i = 0; i < rel.size(); ++i) {
+    if (i + kAhead < rel.size()) t.map.prefetch(rel[i + kAhead].to);
+    const Relocation& r = rel[i];
     if (r.to == 0) {  // a move to address 0 cannot be represented; the object is lost
-      ++a_.stats.unknown_moves;
-      kill(r.id, e);
+      ++c.unknown_moves;
+      kill(c, r.id, e, cur_.gcs_seen);
       continue;
     }
-    const std::uint32_t prev = map_.put(r.to, r.id);
-    if (prev != kMissing) infer_death(prev, e);
-    a_.objects.add_move(r.id, e, r.to);
-    if (e < a_.gcs.size()) ++a_.gcs[e].moved_objects;
+    const std::uint32_t prev = t.map.put(r.to, r.id);
+    if (prev != kMissing) infer_death(c, prev, e, cur_.gcs_seen);
+    if (defer) t.moved.push_back({r.id, e, r.to});
+    else a_.objects.add_move(r.id, e, r.to);
+    if (e < cur_.gcs_seen) ++c.gc(e).moved_objects;
   }
-  ops_.clear();
-  // Allocations made while the GC ran.
-  for (const Born& b : born_in_gc_) place(b.id, b.addr, b.size, e);
-  born_in_gc_.clear();
-  // Online leak reports name post-GC addresses.
-  for (std::uint64_t addr : stale_)
-    if (const std::uint32_t id = map_.find(addr); id != kMissing) a_.objects.add_flags(id, kReportedStale);
-  stale_.clear();
+  for (const Born& b : t.born) place(t, c, b.id, b.addr, b.size, e, cur_.gcs_seen);
+  t.born.clear();
+  for (std::uint64_t addr : t.stale)
+    if (const std::uint32_t id = t.map.find(addr); id != kMissing) a_.objects.add_flags(id, kReportedStale);
+  t.stale.clear();
 }
 
 void Back::note_memory() {
-  const std::uint64_t now = map_.memory_bytes() + ops_.capacity() * sizeof(Op) + relocs_.capacity() * sizeof(Relocation) +
-                            born_in_gc_.capacity() * sizeof(Born) + ids_.capacity() * 4 + bit_addrs_.capacity() * 8;
+  std::uint64_t now = 0;
+  for (const auto& s : shards_) {
+    now += s->map.memory_bytes() + (s->ops.capacity()) * sizeof(Op) +
+           (s->out.capacity() + s->in.capacity() + s->range_out.capacity()) * sizeof(Relocation) + s->born.capacity() * sizeof(Born) +
+           s->moved.capacity() * sizeof(Moved) + s->ids.capacity() * 4 + s->bit_addrs.capacity() * 8;
+  }
   peak_ = std::max(peak_, now);
 }
 
 bool Back::finish() {
   note_memory();
-  if (!in_gc_) return false;
+  if (!cur_.in_gc) return false;
   // The trace stops inside GC e: its bits were dumped, its moves and frees so far are
   // applied, but it never finished.
-  apply_gc(epoch_);
-  in_gc_ = false;
-  ++epoch_;
+  collect(cur_.epoch, false);
+  cur_.in_gc = false;
+  ++cur_.epoch;
   return true;
 }
 

@@ -2,13 +2,31 @@
 // of live objects — placements, the epoch's access bits at pre-GC addresses, a GC's moves and
 // frees as one batch at its end, allocations made during a GC after it — and records deaths,
 // moves, access runs and per-GC counts in the TraceAnalysis (analyzer.h has the rules).
+//
+// Sharded by address so that it scales with threads: the heap is cut into 64 KiB windows, each
+// window belongs to one of the shards (a hash of its number), each shard owns the address map
+// of its windows, and the front tags every event with its shard (EventBatch::routes). A batch
+// whose only synchronisation point is a GC end at its last event (the front cuts batches
+// there, so this is nearly every batch) is applied on all shards at once, each shard a task
+// of the Crew (crew.h): each shard applies its own events in file order; at the GC end every
+// shard first takes its sources out of the pre-GC heap, then, after all have, places the
+// destinations that land in its windows, in the GC's record order. Per-object updates touch
+// only objects the shard holds; the few that append to shared side arrays (a move, a new run
+// of access epochs, a resize) and all counters are merged after the shards finish. Anything
+// else (frees outside a GC, bits of two epochs in one batch) is applied in file order on the
+// calling thread, over the same shards. The result is the same for every shard count: a test
+// compares them.
 #pragma once
 
 #include "address_map.h"
+#include "crew.h"
 #include "event_batch.h"
 
 #include "objprof/analysis/analyzer.h"
 
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -16,51 +34,118 @@ namespace objprof::analysis::internal {
 
 class Back {
  public:
-  Back(TraceAnalysis& a, const AnalyzerOptions& options) : a_(a), opt_(options) {}
+  // `shards` address-map shards (1 to kMaxShards). A batch that can is applied on all of them
+  // at once by the crew's threads (without a crew, one after the other on the caller).
+  static constexpr unsigned kMaxShards = 255;
+  Back(TraceAnalysis& a, const AnalyzerOptions& options, unsigned shards = 1, Crew* crew = nullptr);
+  ~Back();
 
   void apply(const EventBatch& batch);
   // The trace ended: applies a GC it stopped inside (returns true then).
   bool finish();
-  std::uint32_t epoch() const noexcept { return epoch_; }
-  // The back's own memory at its peak (address map and scratch), beside the ChainStore.
+  std::uint32_t epoch() const noexcept { return cur_.epoch; }
+  // The back's own memory at its peak (address maps and scratch), beside the ChainStore.
   std::uint64_t peak_bytes() const noexcept { return peak_; }
 
  private:
   struct Op {
     Event::Kind kind;
+    std::uint32_t seq;  // its place among the running GC's frees and moves (Event::id)
     std::uint64_t from, to, bytes;
   };
   struct Relocation {
     ObjectId id;
+    std::uint32_t seq;
     std::uint64_t to;
   };
   struct Born {
     ObjectId id;
     std::uint64_t addr, size;
   };
+  struct Moved {
+    ObjectId id;
+    std::uint32_t epoch;
+    std::uint64_t to;
+  };
+  struct GcDelta {
+    std::uint32_t epoch;
+    std::uint64_t freed_objects = 0, freed_bytes = 0, moved_objects = 0, marked_bits = 0;
+  };
+  // What a shard changed in the TraceAnalysis's totals, merged after it ran (deltas, modular).
+  struct Counters {
+    std::uint64_t live_objects = 0, live_bytes = 0;
+    std::uint64_t inferred_deaths = 0, unknown_frees = 0, unknown_moves = 0, unknown_resizes = 0;
+    std::uint64_t marked_bits = 0, resolved_bits = 0, unresolved_bits = 0;
+    std::vector<GcDelta> gcs;
+    GcDelta& gc(std::uint32_t epoch);
+  };
+  // Where a scan of the batches stands: the same for every shard between batches.
+  struct Cursor {
+    bool in_gc = false;
+    std::uint32_t epoch = 0;
+    std::size_t gcs_seen = 0;  // GC records begun so far (a death counts in its GC's record only then)
+  };
+  struct Shard {
+    unsigned index = 0;
+    AddressMap map;
+    Counters counters;
+    Cursor cur;
+    std::vector<Op> ops;                   // the running GC's frees and moves whose source is here (every range)
+    std::vector<Born> born;                // allocations made while it runs, placed here
+    std::vector<std::uint64_t> stale;      // its online leak reports (post-GC addresses) here
+    std::vector<Relocation> out;           // objects leaving this shard's windows, in op order
+    std::vector<Relocation> in;            // scratch: objects arriving, in op order
+    std::vector<std::uint32_t> range_found;  // per range op of the running GC: objects found here
+    // Deferred while shards run in parallel (side arrays of the ChainStore are shared).
+    std::vector<Moved> moved;
+    std::vector<std::pair<ObjectId, std::uint32_t>> gaps;  // start_run
+    std::vector<std::pair<ObjectId, std::uint64_t>> footprints;
+    // Scratch.
+    std::vector<std::uint32_t> ids;
+    std::vector<std::uint64_t> bit_addrs;
+    std::vector<Relocation> range_out;
+  };
+
+  unsigned owner(std::uint64_t addr) const noexcept { return internal::shard_of(addr, static_cast<unsigned>(shards_.size())); }
+  void run_shards(const std::function<void(unsigned)>& job);
+  Shard& shard_of(std::uint64_t addr) noexcept { return *shards_[owner(addr)]; }
+
+  bool can_run_parallel(const EventBatch& batch) const;
+  void apply_serial(const EventBatch& batch);
+  void apply_parallel(const EventBatch& batch);
+  void scan(Shard& s, const EventBatch& batch);
+  void end_gc(std::uint64_t bytes_end, bool parallel);
+  void collect(std::uint32_t e, bool parallel);
+  void leave(Shard& s, Counters& c, std::uint32_t e);
+  void arrive(Shard& s, Counters& c, std::uint32_t e, bool defer);
+  void take_range(Shard& s, const Op& op);
+  void resolve_words(Shard& s, Counters& c, const Cursor& cur, std::uint64_t begin, std::uint32_t epoch,
+                     std::span<const std::pair<std::uint64_t, std::uint64_t>> words, bool defer);
+  void resolve_in_parallel(Shard& s, Counters& c, std::uint64_t begin, std::uint32_t epoch,
+                           std::span<const std::pair<std::uint64_t, std::uint64_t>> words);
+  void mark(Shard& s, ObjectId id, std::uint32_t epoch, bool defer);
+  void born(const Event& place) noexcept;
 
   std::uint64_t size_of(ObjectId o) const;
-  void kill(ObjectId id, std::uint32_t at);
-  void infer_death(ObjectId prev, std::uint32_t at);
-  void place(ObjectId id, std::uint64_t addr, std::uint64_t size, std::uint32_t infer_at);
-  void resolve_bits(std::uint64_t begin, std::uint32_t epoch, std::span<const std::pair<std::uint64_t, std::uint64_t>> words);
-  void take_range(const Op& op);
-  void apply_gc(std::uint32_t e);
+  void kill(Counters& c, ObjectId id, std::uint32_t at, std::size_t gcs_seen);
+  void infer_death(Counters& c, ObjectId prev, std::uint32_t at, std::size_t gcs_seen);
+  void place(Shard& s, Counters& c, ObjectId id, std::uint64_t addr, std::uint64_t size, std::uint32_t infer_at, std::size_t gcs_seen);
+  void merge(Counters& c);
+  void merge_deferred(Shard& s);
+  void note_peak_live() noexcept;
   void note_memory();
+
+  static constexpr unsigned kWindowBits = kShardWindowBits;
 
   TraceAnalysis& a_;
   AnalyzerOptions opt_;
-  AddressMap map_;
-  std::uint32_t epoch_ = 0;
-  bool in_gc_ = false;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  Crew* crew_;
+  Cursor cur_;
+  Counters serial_;  // the calling thread's counters when applying in file order
   unsigned log2_granule_ = 3;
+  mutable std::mutex big_mutex_;
   std::unordered_map<ObjectId, std::uint64_t> big_sizes_;  // sizes the ChainStore marks kBigSize
-  std::vector<Op> ops_;                    // the running GC's frees and moves
-  std::vector<Born> born_in_gc_;           // allocations made while it runs
-  std::vector<std::uint64_t> stale_;       // its online leak reports (post-GC addresses)
-  std::vector<Relocation> relocs_;
-  std::vector<std::uint32_t> ids_;         // scratch: ids of ops / bits
-  std::vector<std::uint64_t> bit_addrs_;   // scratch: addresses of bits
   std::uint64_t peak_ = 0;
 };
 

@@ -12,8 +12,8 @@ std::size_t Front::TripleHash::operator()(const std::array<std::uint32_t, 3>& k)
   return static_cast<std::size_t>(h ^ (h >> 29));
 }
 
-Front::Front(TraceAnalysis& a, const AnalyzerOptions& options, EventBatch* first, Handoff handoff)
-    : a_(a), opt_(options), batch_(first), handoff_(std::move(handoff)) {}
+Front::Front(TraceAnalysis& a, const AnalyzerOptions& options, EventBatch* first, Handoff handoff, unsigned shards)
+    : a_(a), opt_(options), batch_(first), handoff_(std::move(handoff)), shards_(shards) {}
 
 void Front::finish() {
   handoff_(batch_);
@@ -122,19 +122,23 @@ void Front::alloc(const trace::AllocEvent& e) {
   }
   const std::uint32_t ctx = context(e.site, e.type, e.thread);
   add_progress(a_.threads[a_.contexts[ctx].thread], static_cast<std::uint32_t>(e.epoch), e.size);
-  const ObjectId id = a_.objects.add(ctx, e.size, e.addr, static_cast<std::uint32_t>(e.epoch), e.bytes_clock, flags);
+  const ObjectId id = a_.objects.reserve(e.size);  // the back's shard writes its fields
   a_.total_bytes += e.size;
-  Event& ev = emit(Event::kPlace);
+  Event& ev = emit_at(Event::kPlace, e.addr);
   ev.id = id;
-  ev.x = e.addr;
   ev.y = e.size;
+  ev.z = e.bytes_clock;
+  ev.ctx = ctx;
+  ev.epoch = static_cast<std::uint32_t>(e.epoch);
+  ev.flags = flags;
 }
 
 void Front::move(const trace::MoveEvent& m) {
   if (m.range) ++a_.stats.move_ranges;
   else ++a_.stats.moves;
   advance(m.range ? trace::kMoveRangeBytes : trace::kMoveBytes);
-  Event& ev = emit(m.range ? Event::kRange : Event::kMove);
+  Event& ev = m.range ? emit(Event::kRange) : emit_at(Event::kMove, m.from);
+  ev.id = op_seq_++;
   ev.x = m.from;
   ev.y = m.to;
   ev.z = m.bytes;
@@ -143,20 +147,20 @@ void Front::move(const trace::MoveEvent& m) {
 void Front::free(const trace::FreeEvent& f) {
   ++a_.stats.frees;
   advance(trace::kFreeBytes);
-  emit(Event::kFree).x = f.addr;
+  emit_at(Event::kFree, f.addr).id = op_seq_++;
 }
 
 void Front::resize(const trace::ResizeEvent& r) {
   ++a_.stats.resizes;
   advance(trace::kResizeBytes);
-  Event& ev = emit(Event::kResize);
-  ev.x = r.addr;
+  Event& ev = emit_at(Event::kResize, r.addr);
   ev.y = r.bytes;
 }
 
 void Front::gc_begin(const trace::GcEvent& g) {
   advance(18);
   in_gc_ = true;
+  op_seq_ = 0;
   clock_ = std::max(clock_, g.bytes_allocated);
   Event& ev = emit(Event::kGcBegin);
   ev.gc_kind = static_cast<std::uint8_t>(g.kind);
@@ -167,28 +171,57 @@ void Front::gc_begin(const trace::GcEvent& g) {
 void Front::gc_end(const trace::GcEvent& g) {
   advance(17);
   in_gc_ = false;
+  op_seq_ = 0;
   ++epoch_;
   clock_ = std::max(clock_, g.bytes_allocated);
   Event& ev = emit(Event::kGcEnd);
   ev.x = g.epoch;
   ev.y = g.bytes_allocated;
+  // A GC end closes its batch: the back can then apply the whole batch on all its shards at
+  // once (analyzer_back.h).
+  batch_ = handoff_(batch_);
 }
 
 void Front::bitmap_words(std::uint32_t space, std::uint64_t epoch, std::span<const std::pair<std::uint64_t, std::uint64_t>> words) {
   advance(16 * words.size() + 16);
   const auto sp = std::find_if(spaces_.begin(), spaces_.end(), [&](const SpaceBase& s) { return s.id == space; });
   if (sp == spaces_.end()) return;  // the reader refuses bitmaps of undeclared spaces
-  Event& ev = emit(Event::kBits);
-  ev.id = static_cast<std::uint32_t>(epoch);
-  ev.x = sp->begin;
-  ev.y = batch_->words.size();
-  ev.z = words.size();
-  batch_->words.insert(batch_->words.end(), words.begin(), words.end());
+  const auto dump = [&](unsigned shard, std::span<const std::pair<std::uint64_t, std::uint64_t>> part) {
+    Event& ev = emit_to(Event::kBits, shard);
+    ev.id = static_cast<std::uint32_t>(epoch);
+    ev.x = sp->begin;
+    ev.y = batch_->words.size();
+    ev.z = part.size();
+    batch_->words.insert(batch_->words.end(), part.begin(), part.end());
+  };
+  if (shards_ == 1) {
+    dump(0, words);
+    return;
+  }
+  // One dump per shard, of the words in its windows (a word across two windows goes to both:
+  // each shard then takes only its own bits of it).
+  shard_words_.resize(shards_);
+  for (auto& w : shard_words_) w.clear();
+  const unsigned lg = static_cast<unsigned>(__builtin_ctz(a_.header.granule_bytes ? a_.header.granule_bytes : 8));
+  std::uint64_t window = ~std::uint64_t{0};
+  unsigned owner = 0;
+  for (const auto& w : words) {
+    const std::uint64_t first = sp->begin + ((w.first * 64) << lg), last = first + (std::uint64_t{63} << lg);
+    if ((first >> kShardWindowBits) != window) {
+      window = first >> kShardWindowBits;
+      owner = shard_of(first, shards_);
+    }
+    shard_words_[owner].push_back(w);
+    if ((last >> kShardWindowBits) != window)
+      if (const unsigned o = shard_of(last, shards_); o != owner) shard_words_[o].push_back(w);
+  }
+  for (unsigned s = 0; s < shards_; ++s)
+    if (!shard_words_[s].empty()) dump(s, shard_words_[s]);
 }
 
 void Front::stale(const trace::StaleEvent& s) {
   ++a_.stats.stale_records;
-  emit(Event::kStale).x = s.addr;
+  emit_at(Event::kStale, s.addr);
 }
 
 void Front::path(const trace::PathEvent& p) {

@@ -20,7 +20,8 @@ class Front final : public trace::Visitor {
  public:
   // `handoff` receives each full batch and returns an empty one to continue with.
   using Handoff = std::function<EventBatch*(EventBatch*)>;
-  Front(TraceAnalysis& a, const AnalyzerOptions& options, EventBatch* first, Handoff handoff);
+  // `shards`: the back's (each event that names an address carries its shard).
+  Front(TraceAnalysis& a, const AnalyzerOptions& options, EventBatch* first, Handoff handoff, unsigned shards = 1);
 
   void set_input_bytes(std::uint64_t bytes) noexcept { input_bytes_ = bytes; }
   // Hands over the last, partial batch (the handoff's return value is then ignored).
@@ -46,10 +47,33 @@ class Front final : public trace::Visitor {
   void end(std::uint64_t epoch, std::uint64_t bytes_allocated) override;
 
  private:
+  // An event every shard sees.
   Event& emit(Event::Kind kind) {
     if (batch_->full()) batch_ = handoff_(batch_);
+    if (shards_ > 1) {
+      const auto index = static_cast<std::uint32_t>(batch_->events.size());
+      for (auto& r : route()) r.push_back(index);
+    }
     batch_->events.push_back(Event{kind});
     return batch_->events.back();
+  }
+  // An event for one shard.
+  Event& emit_to(Event::Kind kind, unsigned shard) {
+    if (batch_->full()) batch_ = handoff_(batch_);
+    if (shards_ > 1) route()[shard].push_back(static_cast<std::uint32_t>(batch_->events.size()));
+    Event& e = batch_->events.emplace_back(Event{kind});
+    e.shard = static_cast<std::uint8_t>(shard);
+    return e;
+  }
+  // An event about one address, for its shard.
+  Event& emit_at(Event::Kind kind, std::uint64_t addr) {
+    Event& e = emit_to(kind, shards_ > 1 ? shard_of(addr, shards_) : 0);
+    e.x = addr;
+    return e;
+  }
+  std::vector<std::vector<std::uint32_t>>& route() {
+    if (batch_->routes.size() != shards_) batch_->routes.resize(shards_);
+    return batch_->routes;
   }
   std::uint32_t site_idx(std::uint32_t id);
   std::uint32_t type_idx(std::uint32_t id);
@@ -73,11 +97,14 @@ class Front final : public trace::Visitor {
   AnalyzerOptions opt_;
   EventBatch* batch_;
   Handoff handoff_;
+  unsigned shards_;
   std::uint32_t epoch_ = 0;
+  std::uint32_t op_seq_ = 0;  // frees and moves since the running GC began
   bool in_gc_ = false;
   bool too_many_objects_ = false;
   std::uint64_t clock_ = 0;  // bytes allocated, as far as the trace has told
   std::vector<SpaceBase> spaces_;
+  std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> shard_words_;  // scratch
   std::unordered_map<std::array<std::uint32_t, 3>, std::uint32_t, TripleHash> ctx_index_;
   std::vector<CacheEntry> ctx_cache_ = std::vector<CacheEntry>(4096);  // almost every alloc repeats a recent triple
   std::uint64_t input_bytes_ = 0, processed_ = 0, next_progress_ = 0;

@@ -5,33 +5,15 @@
 namespace objprof::analysis {
 
 void ChainStore::grow() {
-  blocks_[nblocks_] = std::make_unique_for_overwrite<Block>();
-  tail_ = blocks_[nblocks_++].get();
+  blocks_[nblocks_++] = std::make_unique_for_overwrite<Block>();
 }
 
-ObjectId ChainStore::add(std::uint32_t context, std::uint64_t size, std::uint64_t addr, std::uint32_t epoch,
-                         std::uint64_t bytes_clock, std::uint8_t flags) {
+ObjectId ChainStore::reserve(std::uint64_t size) {
   if ((size_ & (kBlock - 1)) == 0) [[unlikely]]
     grow();
   const auto id = static_cast<ObjectId>(size_++);
-  Block& b = *tail_;
-  const std::size_t i = I(id);
-  b.ctx[i] = context;
-  if (size >= kBigSize) [[unlikely]] {
-    b.size[i] = kBigSize;
+  if (size >= kBigSize) [[unlikely]]
     big_sizes_[id] = size;
-  } else {
-    b.size[i] = static_cast<std::uint32_t>(size);
-  }
-  b.birth_addr[i] = addr;
-  b.birth_bytes[i] = bytes_clock;
-  b.birth_epoch[i] = epoch;
-  b.death_epoch[i] = kNoEpoch;
-  b.last_move[i] = kNoIndex;
-  b.run_first[i] = kNoEpoch;
-  b.run_last[i] = kNoEpoch;
-  b.prev_runs[i] = kNoIndex;
-  b.flags[i] = flags;
   return id;
 }
 

@@ -13,25 +13,51 @@
 
 namespace objprof::analysis::internal {
 
+// The back's shards each own the address map of some 64 KiB windows of the heap (a hash of
+// the window's number picks the shard), so that consecutive addresses stay in one shard. The
+// hash must not be related to the AddressMap's own (a multiplicative hash of nearly the same
+// number): a shard would then fill only a fraction of its table's slots, in long probe runs.
+inline constexpr unsigned kShardWindowBits = 16;
+inline unsigned shard_of(std::uint64_t addr, unsigned shards) noexcept {
+  std::uint64_t h = (addr >> kShardWindowBits) * 0xD6E8'FEB8'6659'FD93ull;
+  h ^= h >> 29;
+  h *= 0xBF58'476D'1CE4'E5B9ull;
+  h ^= h >> 32;
+  return static_cast<unsigned>(((h & 0xFFFF'FFFFu) * shards) >> 32);
+}
+
 struct Event {
   enum Kind : std::uint8_t { kPlace, kFree, kMove, kRange, kGcBegin, kGcEnd, kBits, kStale, kResize } kind;
   std::uint8_t gc_kind = 0;  // kGcBegin
-  std::uint32_t id = 0;      // kPlace: the new object; kBits: the epoch
-  // kPlace: addr, size. kFree: addr. kMove/kRange: from, to, bytes. kGcBegin/kGcEnd: epoch,
-  // bytes allocated. kBits: space begin, first word in EventBatch::words, word count.
-  // kStale: addr. kResize: addr, bytes.
+  // The shard it is for (kPlace, kFree, kMove, kStale, kResize: x's; kBits: the words are
+  // those with bits in this shard's windows), computed once by the front.
+  std::uint8_t shard = 0;
+  std::uint8_t flags = 0;  // kPlace: the new object's
+  // kPlace: the new object; kBits: the epoch; kFree/kMove/kRange: its place among the
+  // running GC's frees and moves (the order a GC's destinations are taken in).
+  std::uint32_t id = 0;
+  // kPlace: addr, size, bytes allocated before it. kFree: addr. kMove/kRange: from, to, bytes.
+  // kGcBegin/kGcEnd: epoch, bytes allocated. kBits: space begin, first word in
+  // EventBatch::words, word count. kStale: addr. kResize: addr, bytes.
   std::uint64_t x = 0, y = 0, z = 0;
+  // kPlace: the new object's allocation context and birth epoch. The back's shard writes the
+  // object's fields (ChainStore::init), so that their first touch is spread over the workers.
+  std::uint32_t ctx = 0, epoch = 0;
 };
-static_assert(sizeof(Event) == 32);
+static_assert(sizeof(Event) == 40);
 
 struct EventBatch {
   static constexpr std::size_t kCapacity = 8192;
   std::vector<Event> events;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> words;  // bitmap words of kBits events
+  // With more than one shard: per shard, the indexes of its events and of those every shard
+  // must see (GC brackets, range moves), in order.
+  std::vector<std::vector<std::uint32_t>> routes;
   bool full() const noexcept { return events.size() >= kCapacity; }
   void clear() noexcept {
     events.clear();
     words.clear();
+    for (auto& r : routes) r.clear();
   }
 };
 

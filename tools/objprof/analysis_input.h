@@ -5,21 +5,48 @@
 
 #include <objprof/analysis/analyzer.h>
 
+#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <tbb/global_control.h>
 
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace objprof::cli {
 
-inline Result<analysis::TraceAnalysis> analyze_with_progress(const std::string& command, const std::string& path, bool progress) {
+// The options of every command that analyzes a trace.
+struct AnalysisInput {
+  bool no_progress = false;
+  unsigned workers = 0;  // 0: one per hardware thread
+
+  void add_to(CLI::App* cmd) {
+    cmd->add_flag("--no-progress", no_progress, "no progress bar");
+    cmd->add_option("-j,--workers", workers, "threads for the analysis and the report (default: one per hardware thread)")
+        ->check(CLI::Range(1u, 1024u));
+  }
+};
+
+// Caps oneTBB (the report's parallel pass) at the workers asked for, while it lives.
+class WorkerCap {
+ public:
+  explicit WorkerCap(const AnalysisInput& in) {
+    if (in.workers > 0) cap_.emplace(tbb::global_control::max_allowed_parallelism, in.workers);
+  }
+
+ private:
+  std::optional<tbb::global_control> cap_;
+};
+
+inline Result<analysis::TraceAnalysis> analyze_with_progress(const std::string& command, const std::string& path, const AnalysisInput& in) {
   analysis::AnalyzerOptions opt;
-  const bool bar = progress && ::isatty(STDERR_FILENO) == 1;
+  opt.workers = in.workers;
+  const bool bar = !in.no_progress && ::isatty(STDERR_FILENO) == 1;
   if (bar) {
     opt.progress = [command](double f) {
       const int width = 40, filled = static_cast<int>(f * width);

@@ -16,7 +16,7 @@ namespace {
 struct ExportArgs {
   std::string path, to = "perfetto", out;
   std::size_t top_sites = 8;
-  bool no_progress = false;
+  AnalysisInput input;
 };
 
 int fail(const std::string& msg) {
@@ -26,7 +26,8 @@ int fail(const std::string& msg) {
 
 int run_export(const ExportArgs& o) {
   if (o.to != "perfetto" && o.to != "chrome") return fail(fmt::format("--to '{}': the only format is perfetto (Chrome trace JSON)", o.to));
-  auto a = analyze_with_progress("objprof export", o.path, !o.no_progress);
+  const WorkerCap cap(o.input);
+  auto a = analyze_with_progress("objprof export", o.path, o.input);
   if (!a.ok()) return fail(a.error().message);
   analysis::PerfettoOptions po;
   po.trace_name = o.path;
@@ -42,7 +43,7 @@ const RegisterCommand kExport([](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--to", o->to, "perfetto (default)");
   cmd->add_option("--out", o->out, "output file (default: stdout)");
   cmd->add_option("--top-sites", o->top_sites, "sites with a live-bytes counter (default 8)");
-  cmd->add_flag("--no-progress", o->no_progress, "no progress bar");
+  o->input.add_to(cmd);
   return [o] { return run_export(*o); };
 });
 

@@ -18,7 +18,7 @@ struct ReplayArgs {
   std::string path, window, out;
   std::int64_t object = -1;
   std::size_t max_segments = 100000;
-  bool no_progress = false;
+  AnalysisInput input;
 };
 
 int fail(const std::string& msg) {
@@ -38,7 +38,8 @@ int run_replay(const ReplayArgs& o) {
     return fail("give --window=ADDR:BYTES, --object=ID, or both");
   }
   if (o.object >= 0) ro.follow = static_cast<ObjectId>(o.object);
-  auto a = analyze_with_progress("objprof replay", o.path, !o.no_progress);
+  const WorkerCap cap(o.input);
+  auto a = analyze_with_progress("objprof replay", o.path, o.input);
   if (!a.ok()) return fail(a.error().message);
   auto r = heap_replay(*a, ro);
   if (!r.ok()) return fail(r.error().message);
@@ -57,7 +58,7 @@ const RegisterCommand kReplay([](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--object", o->object, "follow this object (an id from objprof report) through its moves");
   cmd->add_option("--out", o->out, "SVG file (default: stdout)");
   cmd->add_option("--max-segments", o->max_segments, "draw at most this many object stays, thinned evenly over time (default 100000)");
-  cmd->add_flag("--no-progress", o->no_progress, "no progress bar");
+  o->input.add_to(cmd);
   return [o] { return run_replay(*o); };
 });
 

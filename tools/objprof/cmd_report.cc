@@ -27,7 +27,7 @@ struct ReportArgs {
   std::uint32_t min_age = 0, stale_after = 4;
   std::string cohort;
   std::int64_t follow = -1;
-  bool no_progress = false;
+  AnalysisInput input;
 };
 
 int fail(const std::string& msg) {
@@ -83,7 +83,8 @@ int run_report(const ReportArgs& o) {
   }
   ro.replay = o.format == "html";
 
-  auto a = analyze_with_progress("objprof report", o.path, !o.no_progress);
+  const WorkerCap cap(o.input);
+  auto a = analyze_with_progress("objprof report", o.path, o.input);
   if (!a.ok()) return fail(a.error().message);
   if (!o.diff.empty()) {
     auto d = parse_diff_epochs(o.diff, *a);
@@ -132,7 +133,7 @@ const RegisterCommand kReport([](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--table", o->table, "csv: leaks, sites, types, threads, survival, cohorts, sizes, gcs, diff or objects");
   cmd->add_option("--window", o->window, "html: heap replay window ADDR:BYTES");
   cmd->add_option("--follow", o->follow, "html: draw this object's path in the replay");
-  cmd->add_flag("--no-progress", o->no_progress, "no progress bar");
+  o->input.add_to(cmd);
   return [o] { return run_report(*o); };
 });
 

@@ -16,10 +16,11 @@
 // the last GC before the reuse, and counted.
 //
 // Memory: the ChainStore (under 64 bytes per object) plus the address map of live objects.
-// Parallelism: analyze() runs in two stages on two threads — the reader (CRC, decoding), the
-// definitions and the appending of new objects on one, the address map (placements, GCs,
-// access bits) on the other, a few batches apart — and resolves a large bitmap dump with a
-// oneTBB parallel loop. Records are still applied in file order.
+// Parallelism (AnalyzerOptions::workers): analyze() reads, decodes, keeps the definitions and
+// appends new objects on one thread, and applies the rest (placements, GCs, access bits) a
+// few batches behind on `workers` threads, each owning the address map of a share of the heap
+// (64 KiB windows hashed to shards). The result is that of applying every record in file
+// order, whatever the number of workers.
 #pragma once
 
 #include "objprof/analysis/trace_analysis.h"
@@ -38,7 +39,13 @@ struct AnalyzerOptions {
   // Called now and then with the fraction of the input read (0..1); the CLI draws its
   // progress bar with it. Called on the reading thread.
   std::function<void(double)> progress;
-  // Bitmap dumps with at least this many marked words are resolved in parallel.
+  // Threads that analyze() and analyze_file() apply the trace with: 1 runs everything on the
+  // calling thread; N > 1 reads and decodes on one more thread while N threads (the caller
+  // and N - 1 helpers) apply batches to N address-map shards at once. 0: one per hardware
+  // thread. The result does not depend on it.
+  unsigned workers = 0;
+  // With one worker (and in Analyzer), bitmap dumps with at least this many marked words are
+  // resolved in parallel with oneTBB.
   std::size_t parallel_bitmap_words = 4096;
 };
 

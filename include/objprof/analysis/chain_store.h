@@ -15,12 +15,13 @@
 // Sizes of 4 GiB and more go to a side table (no real object is that large, but a trace may
 // say so and must not be misread).
 //
-// Thread safety: add() from one thread (the analyzer's front), every update of existing
-// objects from one other thread (its back), handed over in order through a queue: blocks
-// never move (a fixed table of block pointers), so appending never disturbs the readers of
-// earlier objects. try_extend_access() on distinct objects may run concurrently (the parallel
-// bitmap pass). Sizes of 4 GiB and more are the back's to remember (size_field() says
-// kBigSize); size_of() is for after the analysis.
+// Thread safety: add() / reserve() from one thread (the analyzer's front); init() and the
+// updates of existing objects from others (the back's shards), handed over in order through
+// a queue: blocks never move (a fixed table of block pointers), so appending never disturbs
+// the readers of earlier objects. init() and the inline updates (set_dead, add_flags,
+// try_extend_access) of distinct objects may run concurrently; those that append to a side
+// array (add_move, start_run, set_footprint) may not. Sizes of 4 GiB and more are the back's
+// to remember (size_field() says kBigSize); size_of() is for after the analysis.
 #pragma once
 
 #include "objprof/analysis/segmented_vector.h"
@@ -82,7 +83,31 @@ class ChainStore {
 
   // Appends a newborn object; returns its id (ids are dense, in file order).
   ObjectId add(std::uint32_t context, std::uint64_t size, std::uint64_t addr, std::uint32_t epoch,
-               std::uint64_t bytes_clock, std::uint8_t flags);
+               std::uint64_t bytes_clock, std::uint8_t flags) {
+    const ObjectId id = reserve(size);
+    init(id, context, size, addr, epoch, bytes_clock, flags);
+    return id;
+  }
+  // add() in two steps, so that the appending thread need not write (and first-touch) the
+  // fields itself: reserve() on the appending thread (the next id; its block exists after),
+  // then init() once, on any thread, before anything else reads or updates the object.
+  ObjectId reserve(std::uint64_t size);
+  void init(ObjectId id, std::uint32_t context, std::uint64_t size, std::uint64_t addr, std::uint32_t epoch,
+            std::uint64_t bytes_clock, std::uint8_t flags) noexcept {
+    Block& b = B(id);
+    const std::size_t i = I(id);
+    b.ctx[i] = context;
+    b.size[i] = size >= kBigSize ? kBigSize : static_cast<std::uint32_t>(size);
+    b.birth_addr[i] = addr;
+    b.birth_bytes[i] = bytes_clock;
+    b.birth_epoch[i] = epoch;
+    b.death_epoch[i] = kNoEpoch;
+    b.last_move[i] = kNoIndex;
+    b.run_first[i] = kNoEpoch;
+    b.run_last[i] = kNoEpoch;
+    b.prev_runs[i] = kNoIndex;
+    b.flags[i] = flags;
+  }
 
   // --- inline fields ---
   std::uint32_t context(ObjectId o) const noexcept { return B(o).ctx[I(o)]; }
@@ -201,7 +226,6 @@ class ChainStore {
 
   std::unique_ptr<std::unique_ptr<Block>[]> blocks_ = std::make_unique<std::unique_ptr<Block>[]>(kMaxBlocks);
   std::size_t nblocks_ = 0;
-  Block* tail_ = nullptr;
   std::size_t size_ = 0;
   SegmentedVector<MoveRec> moves_;
   SegmentedVector<RunRec> runs_;
