@@ -117,7 +117,7 @@ template <class Read>
 Result<TraceAnalysis> pipelined(const AnalyzerOptions& options, std::uint64_t input_bytes, Read read) {
   const unsigned workers = workers_for(options);
   if (workers == 1) return inline_analysis(options, input_bytes, read);
-  constexpr int kBatches = 16;
+  constexpr int kBatches = 8;
   std::vector<std::unique_ptr<internal::EventBatch>> pool;
   tbb::concurrent_bounded_queue<internal::EventBatch*> full, empty;
   for (int i = 0; i < kBatches; ++i) {
@@ -135,6 +135,8 @@ Result<TraceAnalysis> pipelined(const AnalyzerOptions& options, std::uint64_t in
       [&](internal::EventBatch* b) {
         full.push(b);
         internal::EventBatch* next = nullptr;
+        while (crew.help()) {
+        }
         for (;;) {
           const std::uint32_t seen = crew.signal();
           if (empty.try_pop(next)) return next;

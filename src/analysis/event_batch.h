@@ -47,7 +47,7 @@ struct Event {
 static_assert(sizeof(Event) == 40);
 
 struct EventBatch {
-  static constexpr std::size_t kCapacity = 8192;
+  static constexpr std::size_t kCapacity = 4096;
   std::vector<Event> events;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> words;  // bitmap words of kBits events
   // With more than one shard: per shard, the indexes of its events and of those every shard
