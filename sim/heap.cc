@@ -20,6 +20,7 @@
 
 #include <fmt/core.h>
 #include <tbb/parallel_for_each.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <atomic>
@@ -422,7 +423,9 @@ Status Heap::do_collect(Collection c) {
     if (options_.gc == GcPolicy::kSemiSpace) {
       collect_semispace(gc_);
     } else {
+      const auto mark_start = std::chrono::steady_clock::now();
       mark_marksweep();
+      gc_.mark_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - mark_start).count();
       if (gc_.compacted) {
         compact_marksweep(gc_);  // stop-the-world in every mode: objects move
       } else {
@@ -553,22 +556,28 @@ void Heap::mark_serial() {
 }
 
 void Heap::mark_parallel() {
-  // Roots are few and visited on this thread; the graph below them is traced by TBB workers.
-  // A work item is a batch of objects: its task traces depth-first on a local stack and hands
-  // the oldest kBatch entries (the broadest pending subgraphs) to the feeder whenever the stack
-  // reaches 2 * kBatch, so idle workers find work to steal without every object paying for a
-  // task of its own (one task per object made the marker ~10x slower than the serial one).
-  // Mutators are stopped, so slots are only read here.
-  constexpr std::size_t kBatch = 256;
+  // Roots are visited on this thread; the graph below them is traced by TBB workers. A work
+  // item is a batch of objects: its task traces depth-first on a local stack and hands the
+  // oldest kDonate entries (the broadest pending subgraphs) to the feeder whenever the stack
+  // reaches 2 * kDonate, so idle workers find work to steal without every object paying for
+  // a task of its own (one task per object made the marker ~10x slower than the serial one).
+  // Long chains keep a depth-first stack shallow and so never donate: their parallelism is
+  // in the roots, which are therefore cut into at least 8 seed batches per worker (when
+  // there are that many) rather than batches of a fixed size, which left a few hundred roots
+  // in one or two tasks and the other workers idle. Mutators are stopped, so slots are only
+  // read here.
+  constexpr std::size_t kDonate = 64, kMaxSeed = 256;
   using Batch = std::vector<Address>;
   mark_stack_.clear();
   visit_all_roots([&](std::uint64_t& slot) {
     if (slot != 0 && test_and_mark(slot)) mark_stack_.push_back(slot);
   });
+  const std::size_t workers = static_cast<std::size_t>(std::max(1, tbb::this_task_arena::max_concurrency()));
+  const std::size_t seed = std::clamp<std::size_t>(mark_stack_.size() / (8 * workers), 1, kMaxSeed);
   std::vector<Batch> seeds;
-  for (std::size_t i = 0; i < mark_stack_.size(); i += kBatch)
+  for (std::size_t i = 0; i < mark_stack_.size(); i += seed)
     seeds.emplace_back(mark_stack_.begin() + static_cast<std::ptrdiff_t>(i),
-                       mark_stack_.begin() + static_cast<std::ptrdiff_t>(std::min(i + kBatch, mark_stack_.size())));
+                       mark_stack_.begin() + static_cast<std::ptrdiff_t>(std::min(i + seed, mark_stack_.size())));
   tbb::parallel_for_each(seeds.begin(), seeds.end(), [&](const Batch& batch, tbb::feeder<Batch>& feeder) {
     Batch stack(batch);
     while (!stack.empty()) {
@@ -577,9 +586,9 @@ void Heap::mark_parallel() {
       for_each_ref_slot(obj, [&](std::uint64_t child) {
         if (child != 0 && test_and_mark_atomic(child)) stack.push_back(child);
       });
-      if (stack.size() >= 2 * kBatch) {
-        feeder.add(Batch(stack.begin(), stack.begin() + kBatch));
-        stack.erase(stack.begin(), stack.begin() + kBatch);
+      if (stack.size() >= 2 * kDonate) {
+        feeder.add(Batch(stack.begin(), stack.begin() + kDonate));
+        stack.erase(stack.begin(), stack.begin() + kDonate);
       }
     }
   });

@@ -125,6 +125,8 @@ struct GcInfo {
   // its wall time), not the mutator work between the steps.
   double seconds = 0;
   double cpu_seconds = 0;
+  // Mark-sweep heaps: wall time of the mark alone (roots and the traced graph).
+  double mark_seconds = 0;
   // kLazySweep: the steps that swept the space, and the objects allocated between gc_begin and
   // gc_end (by the mutators, while the sweep was pending).
   std::uint64_t sweep_steps = 0, allocated_in_sweep = 0;

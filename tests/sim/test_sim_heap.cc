@@ -268,6 +268,17 @@ void run_stress(GcPolicy policy, bool profile, std::size_t steps, bool parallel_
   st.roots.slots.assign(Stress::kRoots, 0);
   st.root_ids.assign(Stress::kRoots, -1);
   heap.attach_mutator(&m);
+  // The mark's own time is part of a mark-sweep GC's; a copying GC has no separate mark.
+  std::size_t marks_timed = 0;
+  heap.on_gc = [&](const GcInfo& g) {
+    if (policy == GcPolicy::kSemiSpace) {
+      CHECK(g.mark_seconds == 0);
+    } else {
+      CHECK(g.mark_seconds > 0);
+      CHECK(g.mark_seconds <= g.seconds);
+      ++marks_timed;
+    }
+  };
   std::size_t walks_in_sweep = 0;
   for (std::size_t i = 0; i < steps; ++i) {
     st.step();
@@ -292,6 +303,7 @@ void run_stress(GcPolicy policy, bool profile, std::size_t steps, bool parallel_
   // Explicit GCs plus the ones allocation failures started.
   CHECK(heap.stats().gcs > steps / 997 + 3);
   CHECK(heap.stats().large_objects_allocated > 0);
+  if (policy != GcPolicy::kSemiSpace) CHECK(marks_timed == heap.stats().gcs);
   if (compact) CHECK(heap.stats().compactions >= steps / 997 / 2);
   if (policy == GcPolicy::kLazySweep) {
     CHECK(walks_in_sweep > 0);  // some walks ran with a sweep pending
