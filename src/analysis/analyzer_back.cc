@@ -110,7 +110,11 @@ void Back::merge(Counters& c) {
   c.gcs = std::move(keep);
 }
 
+// Called by each shard's task as it ends: the side arrays are shared, so one shard at a time
+// (the lock is taken once per task, and the other tasks keep running meanwhile).
 void Back::merge_deferred(Shard& s) {
+  if (s.moved.empty() && s.gaps.empty() && s.footprints.empty()) return;
+  const std::lock_guard lock(side_mutex_);
   for (const Moved& m : s.moved) a_.objects.add_move(m.id, m.epoch, m.to);
   // A second access of the same epoch (a dump written as several records) then extends the
   // run the first one started.
@@ -128,45 +132,10 @@ void Back::note_peak_live() noexcept {
 void Back::apply(const EventBatch& batch) {
   if (batch.events.empty()) return;
   log2_granule_ = static_cast<unsigned>(__builtin_ctz(a_.header.granule_bytes ? a_.header.granule_bytes : 8));
-  if (crew_ && shards_.size() > 1 && can_run_parallel(batch)) apply_parallel(batch);
+  // A batch runs on all shards at once unless the front found something in it that needs
+  // another shard's result before the batch ends (EventBatch::in_order).
+  if (crew_ && shards_.size() > 1 && !batch.in_order) apply_parallel(batch);
   else apply_serial(batch);
-}
-
-// A batch runs on all shards at once when nothing in it needs another shard's result before
-// its end: no free or move outside a GC (applied at once), a GC end only as the last event,
-// and access bits of one epoch (a new run of epochs is appended after the shards finish, and
-// only in the order of the epochs is that the same as applying them at once).
-bool Back::can_run_parallel(const EventBatch& batch) const {
-  const std::vector<Event>& ev = batch.events;
-  bool in_gc = cur_.in_gc;
-  std::uint32_t bits_epoch = 0;
-  bool bits = false;
-  for (std::size_t i = 0; i < ev.size(); ++i) {
-    const Event& e = ev[i];
-    switch (e.kind) {
-      case Event::kFree:
-      case Event::kMove:
-      case Event::kRange:
-        if (!in_gc) return false;
-        break;
-      case Event::kGcBegin:
-        if (in_gc) return false;
-        in_gc = true;
-        break;
-      case Event::kGcEnd:
-        if (!in_gc || i + 1 != ev.size()) return false;
-        in_gc = false;
-        break;
-      case Event::kBits:
-        if (bits && e.id != bits_epoch) return false;
-        bits = true;
-        bits_epoch = e.id;
-        break;
-      default:
-        break;
-    }
-  }
-  return true;
 }
 
 void Back::apply_serial(const EventBatch& batch) {
@@ -240,8 +209,8 @@ void Back::apply_serial(const EventBatch& batch) {
 
 void Back::apply_parallel(const EventBatch& batch) {
   // The GC records begun in this batch exist before the shards count into them.
-  for (const Event& e : batch.events) {
-    if (e.kind != Event::kGcBegin) continue;
+  for (std::uint32_t i : batch.gc_begins) {
+    const Event& e = batch.events[i];
     GcRecord r;
     r.epoch = static_cast<std::uint32_t>(e.x);
     r.kind = static_cast<trace::GcKind>(e.gc_kind);
@@ -249,17 +218,17 @@ void Back::apply_parallel(const EventBatch& batch) {
     a_.gcs.push_back(r);
   }
   for (auto& s : shards_) s->cur = cur_;
-  run_shards([&](unsigned i) { scan(*shards_[i], batch); });
+  run_shards([&](unsigned i) {
+    scan(*shards_[i], batch);
+    merge_deferred(*shards_[i]);
+  });
   cur_ = shards_[0]->cur;
-  for (auto& s : shards_) {
-    merge_deferred(*s);
-    merge(s->counters);
-  }
+  for (auto& s : shards_) merge(s->counters);
   note_peak_live();
   if (!batch.events.empty() && batch.events.back().kind == Event::kGcEnd) end_gc(batch.events.back().y, true);
 }
 
-// One shard's share of a batch that runs in parallel (can_run_parallel): what lies in its
+// One shard's share of a batch that runs in parallel (not EventBatch::in_order): what lies in its
 // windows, in file order; a closing GC end is left to the caller.
 void Back::scan(Shard& s, const EventBatch& batch) {
   const std::vector<Event>& ev = batch.events;
@@ -412,14 +381,17 @@ void Back::collect(std::uint32_t e, bool parallel) {
     for (auto& s : shards_) found += s->range_found[j];
     if (found == 0) ++serial_.unknown_moves;
   }
-  if (parallel) run_shards([&](unsigned i) { arrive(*shards_[i], shards_[i]->counters, e, true); });
+  if (parallel)
+    run_shards([&](unsigned i) {
+      arrive(*shards_[i], shards_[i]->counters, e, true);
+      merge_deferred(*shards_[i]);
+    });
   else
     for (auto& s : shards_) arrive(*s, serial_, e, false);
   for (auto& s : shards_) {
     s->ops.clear();
     s->out.clear();
     s->range_found.clear();
-    merge_deferred(*s);
     merge(s->counters);
   }
   merge(serial_);

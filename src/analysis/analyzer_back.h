@@ -110,7 +110,6 @@ class Back {
   void run_shards(const std::function<void(unsigned)>& job);
   Shard& shard_of(std::uint64_t addr) noexcept { return *shards_[owner(addr)]; }
 
-  bool can_run_parallel(const EventBatch& batch) const;
   void apply_serial(const EventBatch& batch);
   void apply_parallel(const EventBatch& batch);
   void scan(Shard& s, const EventBatch& batch);
@@ -145,6 +144,7 @@ class Back {
   Counters serial_;  // the calling thread's counters when applying in file order
   unsigned log2_granule_ = 3;
   mutable std::mutex big_mutex_;
+  std::mutex side_mutex_;  // the ChainStore's side arrays, appended to by shards' tasks
   std::unordered_map<ObjectId, std::uint64_t> big_sizes_;  // sizes the ChainStore marks kBigSize
   std::uint64_t peak_ = 0;
 };

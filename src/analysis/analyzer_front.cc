@@ -138,6 +138,7 @@ void Front::move(const trace::MoveEvent& m) {
   else ++a_.stats.moves;
   advance(m.range ? trace::kMoveRangeBytes : trace::kMoveBytes);
   Event& ev = m.range ? emit(Event::kRange) : emit_at(Event::kMove, m.from);
+  if (!in_gc_) batch_->in_order = true;
   ev.id = op_seq_++;
   ev.x = m.from;
   ev.y = m.to;
@@ -148,6 +149,7 @@ void Front::free(const trace::FreeEvent& f) {
   ++a_.stats.frees;
   advance(trace::kFreeBytes);
   emit_at(Event::kFree, f.addr).id = op_seq_++;
+  if (!in_gc_) batch_->in_order = true;
 }
 
 void Front::resize(const trace::ResizeEvent& r) {
@@ -163,6 +165,7 @@ void Front::gc_begin(const trace::GcEvent& g) {
   op_seq_ = 0;
   clock_ = std::max(clock_, g.bytes_allocated);
   Event& ev = emit(Event::kGcBegin);
+  batch_->gc_begins.push_back(static_cast<std::uint32_t>(batch_->events.size() - 1));
   ev.gc_kind = static_cast<std::uint8_t>(g.kind);
   ev.x = g.epoch;
   ev.y = g.bytes_allocated;
@@ -188,6 +191,9 @@ void Front::bitmap_words(std::uint32_t space, std::uint64_t epoch, std::span<con
   if (sp == spaces_.end()) return;  // the reader refuses bitmaps of undeclared spaces
   const auto dump = [&](unsigned shard, std::span<const std::pair<std::uint64_t, std::uint64_t>> part) {
     Event& ev = emit_to(Event::kBits, shard);
+    if (batch_->has_bits && batch_->bits_epoch != epoch) batch_->in_order = true;
+    batch_->has_bits = true;
+    batch_->bits_epoch = static_cast<std::uint32_t>(epoch);
     ev.id = static_cast<std::uint32_t>(epoch);
     ev.x = sp->begin;
     ev.y = batch_->words.size();

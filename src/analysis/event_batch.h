@@ -53,11 +53,21 @@ struct EventBatch {
   // With more than one shard: per shard, the indexes of its events and of those every shard
   // must see (GC brackets, range moves), in order.
   std::vector<std::vector<std::uint32_t>> routes;
+  // Set by the front: the batch must be applied in file order on one thread — it holds a free
+  // or move outside a GC (applied at once), or bitmap dumps of two epochs. (A GC end is
+  // always its batch's last event: the front ends the batch there.)
+  bool in_order = false;
+  bool has_bits = false;
+  std::uint32_t bits_epoch = 0;
+  std::vector<std::uint32_t> gc_begins;  // indexes of its kGcBegin events
   bool full() const noexcept { return events.size() >= kCapacity; }
   void clear() noexcept {
     events.clear();
     words.clear();
     for (auto& r : routes) r.clear();
+    in_order = false;
+    has_bits = false;
+    gc_begins.clear();
   }
 };
 
