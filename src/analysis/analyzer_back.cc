@@ -78,7 +78,8 @@ void Back::place(Shard& s, Counters& c, ObjectId id, std::uint64_t addr, std::ui
   c.live_bytes += size;
 }
 
-void Back::born(const Event& e) noexcept { a_.objects.init(e.id, e.ctx, e.y, e.x, e.epoch, e.z, e.flags); }
+// The new object's fields, written by the shard that places it (ChainStore::init).
+void Back::init_object(const Event& e) noexcept { a_.objects.init(e.id, e.ctx, e.y, e.x, e.epoch, e.z, e.flags); }
 
 void Back::mark(Shard& s, ObjectId id, std::uint32_t epoch, bool defer) {
   if (a_.objects.try_extend_access(id, epoch)) return;
@@ -151,7 +152,7 @@ void Back::apply_serial(const EventBatch& batch) {
     const Event& e = ev[i];
     switch (e.kind) {
       case Event::kPlace:
-        born(e);
+        init_object(e);
         if (cur_.in_gc) {
           shard_of(e.x).born.push_back({e.id, e.x, e.y});  // after the GC's moves and frees
         } else {
@@ -247,7 +248,7 @@ void Back::scan(Shard& s, const EventBatch& batch) {
     const Event& e = ev[route[j]];
     switch (e.kind) {
       case Event::kPlace:
-        born(e);
+        init_object(e);
         if (cur.in_gc) s.born.push_back({e.id, e.x, e.y});
         else place(s, s.counters, e.id, e.x, e.y, cur.epoch > 0 ? cur.epoch - 1 : 0, cur.gcs_seen);
         break;

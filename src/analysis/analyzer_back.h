@@ -12,10 +12,10 @@
 // shard first takes its sources out of the pre-GC heap, then, after all have, places the
 // destinations that land in its windows, in the GC's record order. Per-object updates touch
 // only objects the shard holds; the few that append to shared side arrays (a move, a new run
-// of access epochs, a resize) and all counters are merged after the shards finish. Anything
-// else (frees outside a GC, bits of two epochs in one batch) is applied in file order on the
-// calling thread, over the same shards. The result is the same for every shard count: a test
-// compares them.
+// of access epochs, a resize) are made by each shard's task as it ends, one task at a time,
+// and the counters are merged after the phase. Anything else (frees outside a GC, bits of two
+// epochs in one batch: EventBatch::in_order) is applied in file order on the calling thread,
+// over the same shards. The result is the same for every shard count: a test compares them.
 #pragma once
 
 #include "address_map.h"
@@ -123,7 +123,7 @@ class Back {
   void resolve_in_parallel(Shard& s, Counters& c, std::uint64_t begin, std::uint32_t epoch,
                            std::span<const std::pair<std::uint64_t, std::uint64_t>> words);
   void mark(Shard& s, ObjectId id, std::uint32_t epoch, bool defer);
-  void born(const Event& place) noexcept;
+  void init_object(const Event& place) noexcept;
 
   std::uint64_t size_of(ObjectId o) const;
   void kill(Counters& c, ObjectId id, std::uint32_t at, std::size_t gcs_seen);
