@@ -16,6 +16,7 @@
 
 #include <sys/stat.h>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -86,7 +87,9 @@ unsigned workers_for(const AnalyzerOptions& options) {
 
 // Everything on the calling thread: each full batch is applied as soon as the front hands it over.
 template <class Read>
-Result<TraceAnalysis> inline_analysis(const AnalyzerOptions& options, std::uint64_t input_bytes, Read read) {
+Result<TraceAnalysis> inline_analysis(const AnalyzerOptions& given, std::uint64_t input_bytes, Read read) {
+  AnalyzerOptions options = given;
+  options.parallel_bitmap_words = SIZE_MAX;  // one worker: no oneTBB loop either
   TraceAnalysis a;
   internal::EventBatch batch;
   batch.events.reserve(internal::EventBatch::kCapacity);

@@ -1,10 +1,11 @@
 // EventBatch (private): what the analyzer's front half hands its back half.
 //
-// The front (analyzer_front.h) reads records, interns definitions and appends every new
-// object to the ChainStore; it passes on, in file order, only what needs the address map:
-// placements of new objects, frees, moves, GC brackets, access bits and stale reports. Batches
-// are the unit of hand-off between the two threads of analyze() and the unit over which the
-// back prefetches its table lookups.
+// The front (analyzer_front.h) reads records, interns definitions and numbers every new
+// object; it passes on, in file order, only what needs the address map: placements of new
+// objects (with the fields the back writes), frees, moves, GC brackets, access bits and stale
+// reports, each tagged with its shard. Batches are the unit of hand-off between the front and
+// the back's shards (analyzer_back.h) and the unit over which the back prefetches its table
+// lookups.
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,8 @@
 // Under ThreadSanitizer the loop runs on the calling thread: the Debian oneTBB library is not
 // instrumented, so TSan cannot see its task hand-off and reports the task objects themselves
 // as races. The chunk bodies are the same either way; the sanitizer still checks the
-// analyzer's own two-thread pipeline (analyzer.cc), whose hand-off is visible to it.
+// analyzer's own threads (the front and the back's shard tasks, crew.h), whose hand-offs
+// are visible to it.
 #pragma once
 
 #include <tbb/blocked_range.h>

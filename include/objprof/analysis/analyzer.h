@@ -17,10 +17,10 @@
 //
 // Memory: the ChainStore (under 64 bytes per object) plus the address map of live objects.
 // Parallelism (AnalyzerOptions::workers): analyze() reads, decodes, keeps the definitions and
-// appends new objects on one thread, and applies the rest (placements, GCs, access bits) a
-// few batches behind on `workers` threads, each owning the address map of a share of the heap
-// (64 KiB windows hashed to shards). The result is that of applying every record in file
-// order, whatever the number of workers.
+// numbers new objects on one thread, and applies the rest (placements, GCs, access bits) a
+// few batches behind in shards, each owning the address map of a share of the heap (64 KiB
+// windows hashed to shards), whose tasks all `workers` threads take. The result is that of
+// applying every record in file order, whatever the number of workers.
 #pragma once
 
 #include "objprof/analysis/trace_analysis.h"
@@ -39,13 +39,14 @@ struct AnalyzerOptions {
   // Called now and then with the fraction of the input read (0..1); the CLI draws its
   // progress bar with it. Called on the reading thread.
   std::function<void(double)> progress;
-  // Threads that analyze() and analyze_file() apply the trace with: 1 runs everything on the
-  // calling thread; N > 1 reads and decodes on one more thread while N threads (the caller
-  // and N - 1 helpers) apply batches to N address-map shards at once. 0: one per hardware
-  // thread. The result does not depend on it.
+  // Threads that analyze() and analyze_file() run in all. 1: everything on the calling
+  // thread. N > 1: the reader and the front on a thread of their own, the back's 4 x N shards
+  // as tasks taken by the calling thread, N - 2 helpers and the reader whenever it hands a
+  // batch over. 0: one per hardware thread. The result does not depend on it; the analyzer's
+  // own memory grows by a fixed ~1.3 MiB.
   unsigned workers = 0;
-  // With one worker (and in Analyzer), bitmap dumps with at least this many marked words are
-  // resolved in parallel with oneTBB.
+  // Analyzer only (the incremental form, on the calling thread): bitmap dumps with at least
+  // this many marked words are resolved in parallel with oneTBB.
   std::size_t parallel_bitmap_words = 4096;
 };
 
