@@ -130,9 +130,23 @@ void Back::note_peak_live() noexcept {
   a_.stats.peak_live_objects = std::max(a_.stats.peak_live_objects, a_.live_objects + serial_.live_objects);
 }
 
+void Back::begin_gc_record(const Event& gc_begin) {
+  GcRecord r;
+  r.epoch = static_cast<std::uint32_t>(gc_begin.x);
+  r.kind = static_cast<trace::GcKind>(gc_begin.gc_kind);
+  r.bytes_begin = gc_begin.y;
+  a_.gcs.push_back(r);
+}
+
+// Access bits of the epoch, and of the running GC's record once it has begun.
+void Back::count_marked(Counters& c, const Cursor& cur, std::uint64_t bits) {
+  c.marked_bits += bits;
+  if (cur.in_gc && cur.gcs_seen > 0) c.gc(static_cast<std::uint32_t>(cur.gcs_seen - 1)).marked_bits += bits;
+}
+
 void Back::apply(const EventBatch& batch) {
   if (batch.events.empty()) return;
-  log2_granule_ = static_cast<unsigned>(__builtin_ctz(a_.header.granule_bytes ? a_.header.granule_bytes : 8));
+  log2_granule_ = log2_granule(a_.header.granule_bytes);
   // A batch runs on all shards at once unless the front found something in it that needs
   // another shard's result before the batch ends (EventBatch::in_order).
   if (crew_ && shards_.size() > 1 && !batch.in_order) apply_parallel(batch);
@@ -169,16 +183,11 @@ void Back::apply_serial(const EventBatch& batch) {
         for (auto& s : shards_) s->ops.push_back({e.kind, e.id, e.x, e.y, e.z});
         if (!cur_.in_gc) collect(cur_.epoch, false);
         break;
-      case Event::kGcBegin: {
+      case Event::kGcBegin:
         cur_.in_gc = true;
-        GcRecord r;
-        r.epoch = static_cast<std::uint32_t>(e.x);
-        r.kind = static_cast<trace::GcKind>(e.gc_kind);
-        r.bytes_begin = e.y;
-        a_.gcs.push_back(r);
+        begin_gc_record(e);
         cur_.gcs_seen = a_.gcs.size();
         break;
-      }
       case Event::kGcEnd:
         end_gc(e.y, false);
         break;
@@ -210,14 +219,7 @@ void Back::apply_serial(const EventBatch& batch) {
 
 void Back::apply_parallel(const EventBatch& batch) {
   // The GC records begun in this batch exist before the shards count into them.
-  for (std::uint32_t i : batch.gc_begins) {
-    const Event& e = batch.events[i];
-    GcRecord r;
-    r.epoch = static_cast<std::uint32_t>(e.x);
-    r.kind = static_cast<trace::GcKind>(e.gc_kind);
-    r.bytes_begin = e.y;
-    a_.gcs.push_back(r);
-  }
+  for (std::uint32_t i : batch.gc_begins) begin_gc_record(batch.events[i]);
   for (auto& s : shards_) s->cur = cur_;
   run_shards([&](unsigned i) {
     scan(*shards_[i], batch);
@@ -226,7 +228,7 @@ void Back::apply_parallel(const EventBatch& batch) {
   cur_ = shards_[0]->cur;
   for (auto& s : shards_) merge(s->counters);
   note_peak_live();
-  if (!batch.events.empty() && batch.events.back().kind == Event::kGcEnd) end_gc(batch.events.back().y, true);
+  if (batch.events.back().kind == Event::kGcEnd) end_gc(batch.events.back().y, true);  // apply() skips empty batches
 }
 
 // One shard's share of a batch that runs in parallel (not EventBatch::in_order): what lies in its
@@ -298,8 +300,7 @@ void Back::resolve_words(Shard& s, Counters& c, const Cursor& cur, std::uint64_t
     }
   }
   const std::size_t n = s.bit_addrs.size();
-  c.marked_bits += n;
-  if (cur.in_gc && cur.gcs_seen > 0) c.gc(static_cast<std::uint32_t>(cur.gcs_seen - 1)).marked_bits += n;
+  count_marked(c, cur, n);
   s.ids.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     if (i + kAhead < n) s.map.prefetch(s.bit_addrs[i + kAhead]);
@@ -352,8 +353,7 @@ void Back::resolve_in_parallel(Shard& s, Counters& c, std::uint64_t begin, std::
     bits += l.resolved + l.unresolved;
     for (ObjectId id : l.gaps) a_.objects.start_run(id, epoch);
   }
-  c.marked_bits += bits;
-  if (cur_.in_gc && cur_.gcs_seen > 0) c.gc(static_cast<std::uint32_t>(cur_.gcs_seen - 1)).marked_bits += bits;
+  count_marked(c, cur_, bits);
 }
 
 void Back::end_gc(std::uint64_t bytes_end, bool parallel) {

@@ -124,6 +124,8 @@ class Back {
                            std::span<const std::pair<std::uint64_t, std::uint64_t>> words);
   void mark(Shard& s, ObjectId id, std::uint32_t epoch, bool defer);
   void init_object(const Event& place) noexcept;
+  void begin_gc_record(const Event& gc_begin);
+  void count_marked(Counters& c, const Cursor& cur, std::uint64_t bits);
 
   std::uint64_t size_of(ObjectId o) const;
   void kill(Counters& c, ObjectId id, std::uint32_t at, std::size_t gcs_seen);

@@ -208,7 +208,7 @@ void Front::bitmap_words(std::uint32_t space, std::uint64_t epoch, std::span<con
   // each shard then takes only its own bits of it).
   shard_words_.resize(shards_);
   for (auto& w : shard_words_) w.clear();
-  const unsigned lg = static_cast<unsigned>(__builtin_ctz(a_.header.granule_bytes ? a_.header.granule_bytes : 8));
+  const unsigned lg = log2_granule(a_.header.granule_bytes);
   std::uint64_t window = ~std::uint64_t{0};
   unsigned owner = 0;
   for (const auto& w : words) {

@@ -27,6 +27,12 @@ inline unsigned shard_of(std::uint64_t addr, unsigned shards) noexcept {
   return static_cast<unsigned>(((h & 0xFFFF'FFFFu) * shards) >> 32);
 }
 
+// log2 of the trace's granule (8 bytes until the header says otherwise): how the front routes
+// bitmap words to shards and how the back turns them into addresses, which must agree.
+inline unsigned log2_granule(std::uint32_t granule_bytes) noexcept {
+  return static_cast<unsigned>(__builtin_ctz(granule_bytes ? granule_bytes : 8));
+}
+
 struct Event {
   enum Kind : std::uint8_t { kPlace, kFree, kMove, kRange, kGcBegin, kGcEnd, kBits, kStale, kResize } kind;
   std::uint8_t gc_kind = 0;  // kGcBegin
