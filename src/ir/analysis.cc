@@ -105,21 +105,23 @@ Status verify_function(const Function& f, const Module* module) {
 
 // ---- CFG ----------------------------------------------------------------------------------
 
-Cfg CfgAnalysis::run(const Function& f) {
-  const std::size_t n = f.blocks.size();
+namespace {
+
+// The CFG from raw successor lists (as a terminator or a VM lists them, duplicates allowed).
+Cfg build_cfg(const Adjacency& raw) {
+  const std::size_t n = raw.size();
   Cfg cfg;
   cfg.rpo_index.assign(n, kNoBlock);
   // Successors, deduplicated, then predecessors by counting sort (so in block order).
   auto& so = cfg.succs.offsets_;
   auto& si = cfg.succs.items_;
   so.reserve(n + 1);
-  si.reserve(n * 2);
+  si.reserve(raw.total());
   std::vector<std::uint32_t> pred_count(n + 1, 0);
   for (BlockId b = 0; b < n; ++b) {
     so.push_back(static_cast<std::uint32_t>(si.size()));
-    if (f.blocks[b].instrs.empty()) continue;
     const std::size_t first = si.size();
-    for (BlockId t : f.blocks[b].instrs.back().targets) {
+    for (BlockId t : raw[b]) {
       if (t >= n || std::find(si.begin() + static_cast<std::ptrdiff_t>(first), si.end(), t) != si.end()) continue;
       si.push_back(t);
       ++pred_count[t + 1];
@@ -171,6 +173,21 @@ Cfg CfgAnalysis::run(const Function& f) {
   return cfg;
 }
 
+}  // namespace
+
+Cfg CfgAnalysis::run(const Function& f) {
+  Adjacency raw;
+  raw.offsets_.reserve(f.blocks.size() + 1);
+  for (const Block& block : f.blocks) {
+    raw.offsets_.push_back(static_cast<std::uint32_t>(raw.items_.size()));
+    if (!block.instrs.empty()) raw.items_.insert(raw.items_.end(), block.instrs.back().targets.begin(), block.instrs.back().targets.end());
+  }
+  raw.offsets_.push_back(static_cast<std::uint32_t>(raw.items_.size()));
+  return build_cfg(raw);
+}
+
+Cfg CfgAnalysis::run(const FunctionShape& shape) { return build_cfg(shape.succs); }
+
 std::string print_cfg(const Function& f, const Cfg& cfg) {
   std::string s = fmt::format("cfg of {}: {} blocks, {} reachable\n", f.name, f.blocks.size(), cfg.rpo.size());
   auto out = std::back_inserter(s);
@@ -189,46 +206,84 @@ std::string print_cfg(const Function& f, const Cfg& cfg) {
 
 // ---- Dominator tree -----------------------------------------------------------------------
 
-DomTree DominatorTreeAnalysis::run(const Function& f, const Cfg& cfg) {
-  const std::size_t n = f.blocks.size();
+DomTree DominatorTreeAnalysis::run(const Cfg& cfg) {
+  const std::size_t n = cfg.rpo_index.size();
   DomTree dt;
   dt.idom.assign(n, kNoBlock);
-  dt.children.resize(n);
+  dt.children.offsets_.assign(n + 1, 0);
   dt.pre.assign(n, kNoBlock);
   dt.post.assign(n, kNoBlock);
   if (cfg.rpo.empty()) return dt;
-  // Work on RPO indices: the entry is 0 and "intersect" walks towards smaller indices.
+  // Semi-NCA (Georgiadis; as in LLVM's SemiNCA): semidominators by a reverse-preorder sweep
+  // with path compression, then each idom as the nearest ancestor of the DFS parent whose
+  // number is at most the semidominator's. Near-linear on any graph, where the iterative
+  // algorithm's sweeps and `intersect` walks grow with unstructured control flow.
+  // Vertices are DFS preorder numbers; 0 is the entry.
   const std::uint32_t m = static_cast<std::uint32_t>(cfg.rpo.size());
-  std::vector<std::uint32_t> doms(m, kNoBlock);
-  doms[0] = 0;
-  auto intersect = [&](std::uint32_t a, std::uint32_t b) {
-    while (a != b) {
-      while (a > b) a = doms[a];
-      while (b > a) b = doms[b];
-    }
-    return a;
-  };
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (std::uint32_t i = 1; i < m; ++i) {
-      std::uint32_t new_idom = kNoBlock;
-      for (BlockId p : cfg.preds[cfg.rpo[i]]) {
-        std::uint32_t pi = cfg.rpo_index[p];
-        if (pi == kNoBlock || doms[pi] == kNoBlock) continue;
-        new_idom = new_idom == kNoBlock ? pi : intersect(pi, new_idom);
-      }
-      if (new_idom != kNoBlock && doms[i] != new_idom) {
-        doms[i] = new_idom;
-        changed = true;
+  std::vector<BlockId> vertex;  // preorder number -> block
+  vertex.reserve(m);
+  std::vector<std::uint32_t> num(n, kNoBlock), parent(m, 0);
+  {
+    std::vector<std::pair<BlockId, std::uint32_t>> stack;
+    const BlockId entry = cfg.rpo[0];
+    num[entry] = 0;
+    vertex.push_back(entry);
+    stack.emplace_back(entry, 0);
+    while (!stack.empty()) {
+      auto& [b, next] = stack.back();
+      auto succs = cfg.succs[b];
+      if (next < succs.size()) {
+        BlockId s = succs[next++];
+        if (num[s] == kNoBlock) {
+          auto v = static_cast<std::uint32_t>(vertex.size());
+          num[s] = v;
+          parent[v] = num[b];
+          vertex.push_back(s);
+          stack.emplace_back(s, 0);
+        }
+      } else {
+        stack.pop_back();
       }
     }
   }
+  std::vector<std::uint32_t> semi(m), label(m), ancestor(m, kNoBlock), idom(m, 0);
+  for (std::uint32_t v = 0; v < m; ++v) semi[v] = label[v] = v;
+  std::vector<std::uint32_t> path;
+  // eval(v): the vertex of smallest semi on the compressed forest path above v (v itself if v
+  // is a root); compresses the path iteratively.
+  auto eval = [&](std::uint32_t v) {
+    if (ancestor[v] == kNoBlock) return v;
+    path.clear();
+    for (std::uint32_t u = v; ancestor[ancestor[u]] != kNoBlock; u = ancestor[u]) path.push_back(u);
+    for (auto it = path.rbegin(); it != path.rend(); ++it) {
+      std::uint32_t u = *it, a = ancestor[u];
+      if (semi[label[a]] < semi[label[u]]) label[u] = label[a];
+      ancestor[u] = ancestor[a];
+    }
+    return label[v];
+  };
+  for (std::uint32_t w = m - 1; w >= 1; --w) {
+    for (BlockId p : cfg.preds[vertex[w]]) {
+      std::uint32_t v = num[p];
+      if (v == kNoBlock) continue;  // unreachable predecessor
+      std::uint32_t u = eval(v);
+      if (semi[u] < semi[w]) semi[w] = semi[u];
+    }
+    ancestor[w] = parent[w];
+  }
+  for (std::uint32_t w = 1; w < m; ++w) {
+    std::uint32_t d = parent[w];
+    while (d > semi[w]) d = idom[d];
+    idom[w] = d;
+  }
+  std::vector<std::pair<std::uint32_t, BlockId>> edges;
+  edges.reserve(m);
   for (std::uint32_t i = 1; i < m; ++i) {
     BlockId b = cfg.rpo[i];
-    dt.idom[b] = cfg.rpo[doms[i]];
-    dt.children[dt.idom[b]].push_back(b);  // RPO order, since i increases
+    dt.idom[b] = vertex[idom[num[b]]];
+    edges.emplace_back(dt.idom[b], b);  // RPO order, since i increases
   }
+  dt.children = CsrLists<BlockId>::from_pairs(n, edges);
   // Pre/post numbering of the tree (iterative).
   std::uint32_t counter = 0;
   std::vector<std::pair<BlockId, std::uint32_t>> stack;
@@ -320,9 +375,10 @@ Status verify_domtree(const Function& f, const Cfg& cfg, const DomTree& dt, std:
 
 // ---- Dominance frontiers ------------------------------------------------------------------
 
-DominanceFrontiers DominanceFrontierAnalysis::run(const Function& f, const Cfg& cfg, const DomTree& dt) {
-  DominanceFrontiers df;
-  df.df.resize(f.blocks.size());
+DominanceFrontiers DominanceFrontierAnalysis::run(const Cfg& cfg, const DomTree& dt) {
+  const std::size_t n = cfg.rpo_index.size();
+  std::vector<std::pair<std::uint32_t, BlockId>> entries;  // (runner, frontier block)
+  std::vector<BlockId> last(n, kNoBlock);                  // last frontier block added per runner
   for (BlockId b : cfg.rpo) {
     std::size_t reachable_preds = 0;
     for (BlockId p : cfg.preds[b]) reachable_preds += cfg.reachable(p) ? 1 : 0;
@@ -331,13 +387,17 @@ DominanceFrontiers DominanceFrontierAnalysis::run(const Function& f, const Cfg& 
       if (!cfg.reachable(p)) continue;
       BlockId runner = p;
       while (runner != kNoBlock && runner != dt.idom[b]) {
-        auto& list = df.df[runner];
-        // All insertions of b happen in this loop, so a duplicate would be the last element.
-        if (list.empty() || list.back() != b) list.push_back(b);
+        // All insertions of b happen in this loop, so a duplicate would be the last one.
+        if (last[runner] != b) {
+          last[runner] = b;
+          entries.emplace_back(runner, b);
+        }
         runner = dt.idom[runner];
       }
     }
   }
+  DominanceFrontiers df;
+  df.df = CsrLists<BlockId>::from_pairs(n, entries);
   return df;
 }
 
@@ -345,7 +405,7 @@ std::string print_frontiers(const Function& f, const DominanceFrontiers& df) {
   std::string s = fmt::format("dominance frontiers of {}:\n", f.name);
   auto out = std::back_inserter(s);
   for (BlockId b = 0; b < f.blocks.size(); ++b) {
-    std::vector<BlockId> sorted = df.df[b];
+    std::vector<BlockId> sorted(df.df[b].begin(), df.df[b].end());
     std::sort(sorted.begin(), sorted.end());
     fmt::format_to(out, "  {}: {{", f.blocks[b].name);
     for (std::size_t i = 0; i < sorted.size(); ++i) fmt::format_to(out, "{}{}", i ? ", " : "", f.blocks[sorted[i]].name);
@@ -369,7 +429,7 @@ Status verify_frontiers(const Function& f, const Cfg& cfg, const DomTree& dt, co
         }
       }
     }
-    std::vector<BlockId> got = df.df[x];
+    std::vector<BlockId> got(df.df[x].begin(), df.df[x].end());
     std::sort(want.begin(), want.end());
     std::sort(got.begin(), got.end());
     if (want != got) return invalid(f, fmt::format("frontiers: DF('{}') is wrong", f.blocks[x].name));
@@ -379,20 +439,27 @@ Status verify_frontiers(const Function& f, const Cfg& cfg, const DomTree& dt, co
 
 // ---- Analysis manager ---------------------------------------------------------------------
 
+const FunctionShape& FunctionAnalyses::shape() {
+  if (shape_ptr_ == nullptr) {
+    shape_ = std::make_unique<FunctionShape>(shape_of(*f_));
+    shape_ptr_ = shape_.get();
+  }
+  return *shape_ptr_;
+}
 const Cfg& FunctionAnalyses::cfg() {
-  if (!cfg_) cfg_ = std::make_unique<Cfg>(CfgAnalysis::run(*f_));
+  if (!cfg_) cfg_ = std::make_unique<Cfg>(CfgAnalysis::run(shape()));
   return *cfg_;
 }
 const DomTree& FunctionAnalyses::domtree() {
-  if (!dt_) dt_ = std::make_unique<DomTree>(DominatorTreeAnalysis::run(*f_, cfg()));
+  if (!dt_) dt_ = std::make_unique<DomTree>(DominatorTreeAnalysis::run(cfg()));
   return *dt_;
 }
 const DominanceFrontiers& FunctionAnalyses::frontiers() {
-  if (!df_) df_ = std::make_unique<DominanceFrontiers>(DominanceFrontierAnalysis::run(*f_, cfg(), domtree()));
+  if (!df_) df_ = std::make_unique<DominanceFrontiers>(DominanceFrontierAnalysis::run(cfg(), domtree()));
   return *df_;
 }
 const SsaForm& FunctionAnalyses::ssa() {
-  if (!ssa_) ssa_ = std::make_unique<SsaForm>(SsaAnalysis::run(*f_, cfg(), domtree(), frontiers()));
+  if (!ssa_) ssa_ = std::make_unique<SsaForm>(SsaAnalysis::run(shape(), cfg(), domtree(), frontiers()));
   return *ssa_;
 }
 void FunctionAnalyses::invalidate() {
@@ -400,6 +467,10 @@ void FunctionAnalyses::invalidate() {
   df_.reset();
   dt_.reset();
   cfg_.reset();
+  if (shape_) {
+    shape_.reset();
+    shape_ptr_ = nullptr;
+  }
 }
 
 }  // namespace objprof::ir

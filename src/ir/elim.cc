@@ -62,6 +62,25 @@ ElimResult make_all_kept(const Function& f) {
   return r;
 }
 
+ElimResult make_all_kept(const FunctionShape& shape) {
+  ElimResult r;
+  const std::size_t n = shape.num_blocks();
+  r.block_first.reserve(n + 1);
+  for (BlockId b = 0; b < n; ++b) {
+    r.block_first.push_back(static_cast<std::uint32_t>(r.accesses.size()));
+    const InstrId first = shape.block_begin[b];
+    for (InstrId k = first; k < shape.block_begin[b + 1]; ++k) {
+      for (unsigned mask = shape.accessed[k], slot = 0; mask != 0; mask >>= 1, ++slot) {
+        if ((mask & 1u) == 0) continue;
+        r.accesses.push_back({b, k - first, static_cast<std::uint8_t>(slot), shape.site[k], shape.uses[shape.use_begin[k] + slot],
+                              true, Reason::kNoPass, kNoSite});
+      }
+    }
+  }
+  r.block_first.push_back(static_cast<std::uint32_t>(r.accesses.size()));
+  return r;
+}
+
 std::string describe(const AccessDecision& d) {
   switch (d.reason) {
     case Reason::kNoPass: return "kept (no pass)";

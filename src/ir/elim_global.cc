@@ -12,25 +12,28 @@
 #include "objprof/ir/elim.h"
 
 #include <algorithm>
+#include <bit>
+#include <cassert>
 
 namespace objprof::ir {
 namespace {
 
 class GlobalSolver {
  public:
-  GlobalSolver(const Function& f, FunctionAnalyses& am, const ElimOptions& options, ElimResult* out)
-      : f_(f), cfg_(am.cfg()), ssa_(am.ssa()), options_(options), out_(out) {}
+  GlobalSolver(FunctionAnalyses& am, const ElimOptions& options, ElimResult* out)
+      : shape_(am.shape()), cfg_(am.cfg()), ssa_(am.ssa()), options_(options), out_(out) {}
 
   bool run() {
     if (cfg_.rpo.empty()) return false;
-    const std::size_t n = f_.blocks.size();
-    R_ = f_.num_regs;
+    const std::size_t n = shape_.num_blocks();
+    R_ = shape_.num_regs;
     W_ = (R_ + 63) / 64;
     exact_ = options_.safepoints == SafepointMode::kExact;
     mark_.assign(ssa_.values.size(), 0);
     origin_.assign(ssa_.values.size(), kNoSite);
     cur_.resize(R_);
     compile_steps();
+    summarize();
     // Greatest fixed point: start from "everything available" except at the entry.
     out_bits_.assign(n * W_, ~0ull);
     std::vector<std::uint64_t> in(W_), out(W_);
@@ -46,7 +49,7 @@ class GlobalSolver {
         if (!dirty[b]) continue;
         dirty[b] = 0;
         meet(b, entry, in.data());
-        transfer(b, in.data(), out.data(), false);
+        transfer_summary(b, in.data(), out.data());
         std::uint64_t* stored = out_bits_.data() + static_cast<std::size_t>(b) * W_;
         if (!std::equal(out.begin(), out.end(), stored)) {
           std::copy(out.begin(), out.end(), stored);
@@ -57,9 +60,16 @@ class GlobalSolver {
         }
       }
     }
+    // One full transfer per block records the decisions. At the fixed point it must reproduce
+    // every block's stored exit facts (the summaries are exact, not an approximation).
     for (BlockId b : cfg_.rpo) {
       meet(b, entry, in.data());
-      transfer(b, in.data(), out.data(), true);
+#ifdef NDEBUG
+      record(b, in.data(), nullptr);
+#else
+      record(b, in.data(), out.data());
+      assert(std::equal(out.begin(), out.end(), out_bits_.data() + static_cast<std::size_t>(b) * W_));
+#endif
     }
     return removed_any_;
   }
@@ -86,49 +96,129 @@ class GlobalSolver {
     return stamp_;
   }
 
-  void transfer(BlockId b, const std::uint64_t* in, std::uint64_t* out, bool record) {
+  // The full transfer of one block at the fixed point: records each access's decision. Only
+  // the registers available on entry are visited. `out` (the block's exit facts) is computed
+  // when `out` is non-null, to check the summaries against it.
+  void record(BlockId b, const std::uint64_t* in, std::uint64_t* out) {
     std::uint32_t s = new_stamp();
     const std::size_t base = static_cast<std::size_t>(b) * R_;
-    for (Reg r = 0; r < R_; ++r) {
-      ValueId v = ssa_.entry_values[base + r];
-      cur_[r] = v;
-      if ((in[r / 64] >> (r % 64)) & 1) {
-        ValueId root = ssa_.copy_root[v];
+    for (std::size_t w = 0; w < W_; ++w) {
+      for (std::uint64_t bits = in[w]; bits != 0; bits &= bits - 1) {
+        const std::size_t r = w * 64 + static_cast<unsigned>(std::countr_zero(bits));
+        ValueId root = ssa_.copy_root[ssa_.entry_values[base + r]];
         mark_[root] = s;
         origin_[root] = kNoSite;
       }
     }
-    std::uint32_t d = record ? out_->block_first[b] : 0;
+    std::uint32_t d = out_->block_first[b];
     for (std::uint32_t k = step_begin_[b]; k < step_begin_[b + 1]; ++k) {
       const Step& st = steps_[k];
       switch (st.kind) {
         case Step::kAccess: {
-          bool available = mark_[st.value] == s;
-          if (record) {
-            AccessDecision& dec = out_->accesses[d++];
-            if (available) {
-              dec.kept = false;
-              dec.because = origin_[st.value];
-              dec.reason = dec.because == kNoSite ? Reason::kAvailableAllPaths : Reason::kDominated;
-              removed_any_ = true;
-            } else {
-              dec.kept = true;
-              dec.reason = Reason::kNotAvailable;
-            }
-          }
-          if (!available) {
+          AccessDecision& dec = out_->accesses[d++];
+          if (mark_[st.value] == s) {
+            dec.kept = false;
+            dec.because = origin_[st.value];
+            dec.reason = dec.because == kNoSite ? Reason::kAvailableAllPaths : Reason::kDominated;
+            removed_any_ = true;
+          } else {
+            dec.kept = true;
+            dec.reason = Reason::kNotAvailable;
             mark_[st.value] = s;
             origin_[st.value] = st.site;
           }
           break;
         }
         case Step::kGc: s = new_stamp(); break;
-        case Step::kDef: cur_[st.reg] = st.value; break;
+        case Step::kDef: break;
       }
+    }
+    if (out == nullptr) return;
+    for (Reg r = 0; r < R_; ++r) cur_[r] = ssa_.entry_values[base + r];
+    for (std::uint32_t k = step_begin_[b]; k < step_begin_[b + 1]; ++k) {
+      if (steps_[k].kind == Step::kDef) cur_[steps_[k].reg] = steps_[k].value;
     }
     std::fill(out, out + W_, 0ull);
     for (Reg r = 0; r < R_; ++r) {
       if (mark_[ssa_.copy_root[cur_[r]]] == s) out[r / 64] |= 1ull << (r % 64);
+    }
+  }
+
+  // The transfer function of every block in closed form, for the fixed-point sweeps:
+  //   out = gen | (in & keep) | { r' : in[r] for an extra pair (r', r) }
+  // gen: the registers whose object at the exit was accessed after the block's last GC point.
+  // keep and the extra pairs exist only in blocks without a GC point: exit register r' is
+  // available if some entry register r was and r held, at the entry, the object r' holds at
+  // the exit (the same copy root); r' == r goes to `keep`, other pairs (copies) are listed.
+  // A sweep then costs a few words per block instead of a walk over its instructions.
+  void summarize() {
+    const std::size_t n = shape_.num_blocks();
+    gen_.assign(n * W_, 0);
+    keep_.assign(n * W_, 0);
+    extra_begin_.assign(n + 1, 0);
+    extra_.clear();
+    std::vector<std::uint32_t> entry_stamp(ssa_.values.size(), 0);
+    std::vector<Reg> entry_head(ssa_.values.size(), kNoReg);
+    std::vector<Reg> next_same_root(R_, kNoReg);
+    for (BlockId b = 0; b < n; ++b) {
+      extra_begin_[b] = static_cast<std::uint32_t>(extra_.size());
+      if (!cfg_.reachable(b)) continue;
+      const std::size_t base = static_cast<std::size_t>(b) * R_;
+      for (Reg r = 0; r < R_; ++r) cur_[r] = ssa_.entry_values[base + r];
+      std::uint32_t s = new_stamp();
+      bool gc = false;
+      for (std::uint32_t k = step_begin_[b]; k < step_begin_[b + 1]; ++k) {
+        const Step& st = steps_[k];
+        switch (st.kind) {
+          case Step::kAccess: mark_[st.value] = s; break;
+          case Step::kGc:
+            s = new_stamp();
+            gc = true;
+            break;
+          case Step::kDef: cur_[st.reg] = st.value; break;
+        }
+      }
+      std::uint64_t* gen = gen_.data() + static_cast<std::size_t>(b) * W_;
+      std::uint64_t* keep = keep_.data() + static_cast<std::size_t>(b) * W_;
+      if (!gc) {
+        const std::uint32_t bs = b + 1;
+        for (Reg r = 0; r < R_; ++r) {
+          ValueId root = ssa_.copy_root[ssa_.entry_values[base + r]];
+          next_same_root[r] = entry_stamp[root] == bs ? entry_head[root] : kNoReg;
+          entry_stamp[root] = bs;
+          entry_head[root] = r;
+        }
+        for (Reg r = 0; r < R_; ++r) {
+          ValueId root = ssa_.copy_root[cur_[r]];
+          if (mark_[root] == s) {
+            gen[r / 64] |= 1ull << (r % 64);
+            continue;
+          }
+          if (entry_stamp[root] != bs) continue;
+          for (Reg src = entry_head[root]; src != kNoReg; src = next_same_root[src]) {
+            if (src == r) {
+              keep[r / 64] |= 1ull << (r % 64);
+            } else {
+              extra_.emplace_back(r, src);
+            }
+          }
+        }
+      } else {
+        for (Reg r = 0; r < R_; ++r) {
+          if (mark_[ssa_.copy_root[cur_[r]]] == s) gen[r / 64] |= 1ull << (r % 64);
+        }
+      }
+    }
+    extra_begin_[n] = static_cast<std::uint32_t>(extra_.size());
+  }
+
+  void transfer_summary(BlockId b, const std::uint64_t* in, std::uint64_t* out) const {
+    const std::uint64_t* gen = gen_.data() + static_cast<std::size_t>(b) * W_;
+    const std::uint64_t* keep = keep_.data() + static_cast<std::size_t>(b) * W_;
+    for (std::size_t w = 0; w < W_; ++w) out[w] = gen[w] | (in[w] & keep[w]);
+    for (std::uint32_t k = extra_begin_[b]; k < extra_begin_[b + 1]; ++k) {
+      auto [dst, src] = extra_[k];
+      if ((in[src / 64] >> (src % 64)) & 1) out[dst / 64] |= 1ull << (dst % 64);
     }
   }
 
@@ -141,28 +231,27 @@ class GlobalSolver {
     SiteId site;    // kAccess
   };
   void compile_steps() {
-    const std::size_t n = f_.blocks.size();
+    const std::size_t n = shape_.num_blocks();
     step_begin_.assign(n + 1, 0);
     steps_.clear();
-    steps_.reserve(f_.num_instrs());
+    steps_.reserve(shape_.num_instrs() + shape_.num_instrs() / 2);
     for (BlockId b = 0; b < n; ++b) {
       step_begin_[b] = static_cast<std::uint32_t>(steps_.size());
       if (!cfg_.reachable(b)) continue;
-      const Block& block = f_.blocks[b];
-      for (std::uint32_t i = 0; i < block.instrs.size(); ++i) {
-        const Instr& ins = block.instrs[i];
-        unsigned na = num_accesses(ins);
-        for (unsigned k = 0; k < na; ++k) {
-          steps_.push_back({Step::kAccess, kNoReg, ssa_.copy_root[ssa_.use(b, i, k)], ins.site});
+      for (InstrId k = shape_.block_begin[b]; k < shape_.block_begin[b + 1]; ++k) {
+        for (unsigned mask = shape_.accessed[k], slot = 0; mask != 0; mask >>= 1, ++slot) {
+          if (mask & 1u) {
+            steps_.push_back({Step::kAccess, kNoReg, ssa_.copy_root[ssa_.uses[shape_.use_begin[k] + slot]], shape_.site[k]});
+          }
         }
-        if (exact_ && may_gc(ins)) steps_.push_back({Step::kGc, kNoReg, kNoValue, kNoSite});
-        if (ins.dst != kNoReg) steps_.push_back({Step::kDef, ins.dst, ssa_.def(b, i), kNoSite});
+        if (exact_ && shape_.may_gc(k)) steps_.push_back({Step::kGc, kNoReg, kNoValue, kNoSite});
+        if (shape_.dst[k] != kNoReg) steps_.push_back({Step::kDef, shape_.dst[k], ssa_.defs[k], kNoSite});
       }
     }
     step_begin_[n] = static_cast<std::uint32_t>(steps_.size());
   }
 
-  const Function& f_;
+  const FunctionShape& shape_;
   const Cfg& cfg_;
   const SsaForm& ssa_;
   const ElimOptions& options_;
@@ -178,18 +267,24 @@ class GlobalSolver {
   std::vector<std::uint64_t> out_bits_;
   std::vector<Step> steps_;
   std::vector<std::uint32_t> step_begin_;
+  std::vector<std::uint64_t> gen_, keep_;           // per block, W_ words each
+  std::vector<std::pair<Reg, Reg>> extra_;          // (exit register, entry register) pairs
+  std::vector<std::uint32_t> extra_begin_;          // per block + 1, into extra_
 };
 
 }  // namespace
 
-bool GlobalElimPass::run(const Function& f, FunctionAnalyses& am, ElimResult* out) {
-  *out = make_all_kept(f);
+bool GlobalElimPass::run(const Function&, FunctionAnalyses& am, ElimResult* out) { return run(am, out); }
+
+bool GlobalElimPass::run(FunctionAnalyses& am, ElimResult* out) {
+  *out = make_all_kept(am.shape());
   out->pass = PassKind::kGlobal;
   out->safepoints = options_.safepoints;
+  const Cfg& cfg = am.cfg();
   for (AccessDecision& d : out->accesses) {
-    d.reason = am.cfg().reachable(d.block) ? Reason::kNotAvailable : Reason::kUnreachable;
+    d.reason = cfg.reachable(d.block) ? Reason::kNotAvailable : Reason::kUnreachable;
   }
-  return GlobalSolver(f, am, options_, out).run();
+  return GlobalSolver(am, options_, out).run();
 }
 
 }  // namespace objprof::ir

@@ -38,7 +38,7 @@ class PaperWalk {
     visit(entry);
     while (!stack.empty()) {
       Frame& fr = stack.back();
-      const auto& kids = dt_.children[fr.block];
+      const auto kids = dt_.children[fr.block];
       if (fr.next_child < kids.size()) {
         BlockId c = kids[fr.next_child++];
         stack.push_back({c, 0, undo_.size()});

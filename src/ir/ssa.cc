@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <iterator>
 
 namespace objprof::ir {
@@ -28,79 +29,91 @@ ValueId find_root(std::vector<ValueId>& parent, ValueId v) {
   return root;
 }
 
-}  // namespace
+// Registers of at most this many 64-bit words are placed all at once with one bit set per
+// block; wider register files (rare: up to 65536 registers) go one register at a time.
+constexpr std::size_t kMaxSetWords = 4;
 
-std::size_t SsaForm::num_phis() const {
-  std::size_t n = 0;
-  for (const auto& p : phis) n += p.size();
-  return n;
+// All registers at once: phi(y) gets def(x) | phi(x) for every x with y in DF(x), until nothing
+// changes. Each block is revisited only when its set grows, so the frontier lists are walked a
+// few times in all instead of once per register.
+CsrLists<Reg> place_phis_by_sets(const FunctionShape& shape, const Cfg& cfg, const DominanceFrontiers& df) {
+  const std::size_t n = shape.num_blocks();
+  const std::uint32_t R = shape.num_regs;
+  const std::size_t W = (R + 63) / 64;
+  std::vector<std::uint64_t> def_set(n * W, 0), phi_set(n * W, 0);
+  std::vector<BlockId> work;
+  std::vector<std::uint8_t> queued(n, 0);
+  for (BlockId b : cfg.rpo) {
+    std::uint64_t* d = def_set.data() + b * W;
+    for (InstrId k = shape.block_begin[b]; k < shape.block_begin[b + 1]; ++k) {
+      Reg r = shape.dst[k];
+      if (r < R) d[r / 64] |= 1ull << (r % 64);
+    }
+    if (!df.df[b].empty() && std::any_of(d, d + W, [](std::uint64_t w) { return w != 0; })) {
+      work.push_back(b);
+      queued[b] = 1;
+    }
+  }
+  std::uint64_t src[kMaxSetWords];
+  while (!work.empty()) {
+    BlockId x = work.back();
+    work.pop_back();
+    queued[x] = 0;
+    for (std::size_t w = 0; w < W; ++w) src[w] = def_set[x * W + w] | phi_set[x * W + w];
+    for (BlockId y : df.df[x]) {
+      std::uint64_t* py = phi_set.data() + y * W;
+      bool grew = false;
+      for (std::size_t w = 0; w < W; ++w) {
+        std::uint64_t add = src[w] & ~py[w];
+        py[w] |= add;
+        grew |= add != 0;
+      }
+      if (grew && !queued[y] && !df.df[y].empty()) {
+        queued[y] = 1;
+        work.push_back(y);
+      }
+    }
+  }
+  CsrLists<Reg> out;
+  out.offsets_.resize(n + 1);
+  for (BlockId y = 0; y < n; ++y) {
+    out.offsets_[y] = static_cast<std::uint32_t>(out.items_.size());
+    for (std::size_t w = 0; w < W; ++w) {
+      for (std::uint64_t bits = phi_set[y * W + w]; bits != 0; bits &= bits - 1) {
+        out.items_.push_back(static_cast<Reg>(w * 64 + static_cast<unsigned>(std::countr_zero(bits))));
+      }
+    }
+  }
+  out.offsets_[n] = static_cast<std::uint32_t>(out.items_.size());
+  return out;
 }
 
-SsaForm SsaAnalysis::run(const Function& f, const Cfg& cfg, const DomTree& dt, const DominanceFrontiers& df) {
-  const std::size_t n = f.blocks.size();
-  const std::uint32_t R = f.num_regs;
-  SsaForm ssa;
-  ssa.num_regs = R;
-  ssa.phis.resize(n);
-  ssa.instr_base.resize(n + 1);
-  std::uint32_t total_instrs = 0, total_uses = 0;
-  for (BlockId b = 0; b < n; ++b) {
-    ssa.instr_base[b] = total_instrs;
-    total_instrs += static_cast<std::uint32_t>(f.blocks[b].instrs.size());
-    for (const Instr& in : f.blocks[b].instrs) total_uses += static_cast<std::uint32_t>(in.args.size());
-  }
-  ssa.instr_base[n] = total_instrs;
-  ssa.use_base.resize(total_instrs);
-  ssa.uses.assign(total_uses, kNoValue);
-  ssa.defs.assign(total_instrs, kNoValue);
+// One register at a time (Cytron et al.), with stamped work lists.
+CsrLists<Reg> place_phis_by_register(const FunctionShape& shape, const Cfg& cfg, const DominanceFrontiers& df) {
+  const std::size_t n = shape.num_blocks();
+  const std::uint32_t R = shape.num_regs;
+  std::vector<std::pair<std::uint32_t, BlockId>> defs;  // (register, block), once per pair
   {
-    std::uint32_t u = 0, k = 0;
-    for (BlockId b = 0; b < n; ++b) {
-      for (const Instr& in : f.blocks[b].instrs) {
-        ssa.use_base[k++] = u;
-        u += static_cast<std::uint32_t>(in.args.size());
-      }
-    }
-  }
-  ssa.entry_values.assign(static_cast<std::size_t>(n) * R, kNoValue);
-  if (cfg.rpo.empty()) return ssa;
-  const BlockId entry = cfg.rpo[0];
-  for (Reg r = 0; r < R; ++r) ssa.values.push_back({SsaForm::Kind::kEntry, r, entry, r});
-
-  // 1. Definition blocks per register (reachable blocks only), as a CSR list.
-  std::vector<std::uint32_t> def_count(R + 1, 0);
-  std::vector<Reg> last_reg_block(R, kNoBlock);
-  for (BlockId b : cfg.rpo) {
-    for (const Instr& in : f.blocks[b].instrs) {
-      if (in.dst != kNoReg && in.dst < R && last_reg_block[in.dst] != b) {
-        last_reg_block[in.dst] = b;
-        ++def_count[in.dst + 1];
-      }
-    }
-  }
-  for (Reg r = 0; r < R; ++r) def_count[r + 1] += def_count[r];
-  std::vector<BlockId> def_blocks(def_count[R]);
-  {
-    std::vector<std::uint32_t> fill(def_count.begin(), def_count.end() - 1);
-    std::fill(last_reg_block.begin(), last_reg_block.end(), kNoBlock);
+    std::vector<BlockId> last_reg_block(R, kNoBlock);
     for (BlockId b : cfg.rpo) {
-      for (const Instr& in : f.blocks[b].instrs) {
-        if (in.dst != kNoReg && in.dst < R && last_reg_block[in.dst] != b) {
-          last_reg_block[in.dst] = b;
-          def_blocks[fill[in.dst]++] = b;
+      for (InstrId k = shape.block_begin[b]; k < shape.block_begin[b + 1]; ++k) {
+        Reg d = shape.dst[k];
+        if (d < R && last_reg_block[d] != b) {
+          last_reg_block[d] = b;
+          defs.emplace_back(d, b);
         }
       }
     }
   }
-
-  // 2. Phi placement: iterated dominance frontier per register (stamped work lists).
+  const CsrLists<BlockId> def_blocks = CsrLists<BlockId>::from_pairs(R, defs);
+  std::vector<std::pair<std::uint32_t, Reg>> placed;  // (block, register)
   std::vector<std::uint32_t> has_phi(n, kNoBlock), queued(n, kNoBlock);
   std::vector<BlockId> work;
   for (Reg r = 0; r < R; ++r) {
     work.clear();
-    for (std::uint32_t i = def_count[r]; i < def_count[r + 1]; ++i) {
-      queued[def_blocks[i]] = r;
-      work.push_back(def_blocks[i]);
+    for (BlockId b : def_blocks[r]) {
+      queued[b] = r;
+      work.push_back(b);
     }
     while (!work.empty()) {
       BlockId x = work.back();
@@ -108,17 +121,60 @@ SsaForm SsaAnalysis::run(const Function& f, const Cfg& cfg, const DomTree& dt, c
       for (BlockId y : df.df[x]) {
         if (has_phi[y] == r) continue;
         has_phi[y] = r;
-        ValueId v = static_cast<ValueId>(ssa.values.size());
-        ssa.values.push_back({SsaForm::Kind::kPhi, r, y, static_cast<std::uint32_t>(ssa.phis[y].size())});
-        auto nargs = static_cast<std::uint32_t>(cfg.preds[y].size());
-        ssa.phis[y].push_back({r, v, static_cast<std::uint32_t>(ssa.phi_args.size()), nargs});
-        ssa.phi_args.resize(ssa.phi_args.size() + nargs, kNoValue);
+        placed.emplace_back(y, r);
         if (queued[y] != r) {
           queued[y] = r;
           work.push_back(y);
         }
       }
     }
+  }
+  return CsrLists<Reg>::from_pairs(n, placed);
+}
+
+}  // namespace
+
+std::size_t SsaForm::num_phis() const { return phis.total(); }
+
+SsaForm SsaAnalysis::run(const FunctionShape& shape, const Cfg& cfg, const DomTree& dt, const DominanceFrontiers& df) {
+  const std::size_t n = shape.num_blocks();
+  const std::uint32_t R = shape.num_regs;
+  const auto total_instrs = static_cast<std::uint32_t>(shape.num_instrs());
+  SsaForm ssa;
+  ssa.num_regs = R;
+  ssa.instr_base = shape.block_begin;
+  ssa.use_base.assign(shape.use_begin.begin(), shape.use_begin.end() - 1);
+  ssa.uses.assign(shape.uses.size(), kNoValue);
+  ssa.defs.assign(total_instrs, kNoValue);
+  ssa.entry_values.assign(static_cast<std::size_t>(n) * R, kNoValue);
+  if (cfg.rpo.empty()) {
+    ssa.phis.offsets_.assign(n + 1, 0);
+    return ssa;
+  }
+  const BlockId entry = cfg.rpo[0];
+  ssa.values.reserve(R + total_instrs);
+  for (Reg r = 0; r < R; ++r) ssa.values.push_back({SsaForm::Kind::kEntry, r, entry, r});
+  const Reg* dst = shape.dst.data();
+
+  // 1-2. Phi placement at the iterated dominance frontier of each register's definition blocks
+  // (reachable blocks only), as a list of registers per block, ascending.
+  CsrLists<Reg> phi_regs = (R + 63) / 64 <= kMaxSetWords ? place_phis_by_sets(shape, cfg, df) : place_phis_by_register(shape, cfg, df);
+  {
+    ssa.phis.offsets_ = std::move(phi_regs.offsets_);
+    ssa.phis.items_.resize(phi_regs.items_.size());
+    std::uint32_t arg = 0;
+    for (BlockId y = 0; y < n; ++y) {
+      auto nargs = static_cast<std::uint32_t>(cfg.preds[y].size());
+      std::uint32_t index = 0;
+      for (std::uint32_t p = ssa.phis.offsets_[y]; p < ssa.phis.offsets_[y + 1]; ++p, ++index) {
+        Reg r = phi_regs.items_[p];
+        auto v = static_cast<ValueId>(ssa.values.size());
+        ssa.values.push_back({SsaForm::Kind::kPhi, r, y, index});
+        ssa.phis.items_[p] = {r, v, arg, nargs};
+        arg += nargs;
+      }
+    }
+    ssa.phi_args.assign(arg, kNoValue);
   }
 
   // 3. Renaming: preorder walk of the dominator tree; `cur` holds the live value per register
@@ -142,32 +198,31 @@ SsaForm SsaAnalysis::run(const Function& f, const Cfg& cfg, const DomTree& dt, c
       cur[phi.reg] = phi.value;
     }
     std::copy(cur.begin(), cur.end(), ssa.entry_values.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b) * R));
-    const Block& block = f.blocks[b];
-    std::uint32_t k = ssa.instr_base[b];
-    for (std::uint32_t i = 0; i < block.instrs.size(); ++i, ++k) {
-      const Instr& in = block.instrs[i];
-      std::uint32_t u = ssa.use_base[k];
-      for (std::size_t a = 0; a < in.args.size(); ++a) ssa.uses[u + a] = in.args[a] < R ? cur[in.args[a]] : kNoValue;
-      if (in.dst != kNoReg && in.dst < R) {
-        ValueId v = static_cast<ValueId>(ssa.values.size());
-        ssa.values.push_back({SsaForm::Kind::kInstr, in.dst, b, i});
-        bool copy = in.op == Opcode::kMove && !in.args.empty() && ssa.uses[u] != kNoValue;
-        parent.push_back(copy ? ssa.uses[u] : v);
+    const InstrId first = shape.block_begin[b];
+    for (InstrId k = first; k < shape.block_begin[b + 1]; ++k) {
+      const std::uint32_t u0 = shape.use_begin[k], u1 = shape.use_begin[k + 1];
+      for (std::uint32_t u = u0; u < u1; ++u) ssa.uses[u] = shape.uses[u] < R ? cur[shape.uses[u]] : kNoValue;
+      Reg d = dst[k];
+      if (d < R) {
+        auto v = static_cast<ValueId>(ssa.values.size());
+        ssa.values.push_back({SsaForm::Kind::kInstr, d, b, k - first});
+        bool copy = shape.is_copy(k) && u1 > u0 && ssa.uses[u0] != kNoValue;
+        parent.push_back(copy ? ssa.uses[u0] : v);
         ssa.defs[k] = v;
-        undo.emplace_back(in.dst, cur[in.dst]);
-        cur[in.dst] = v;
+        undo.emplace_back(d, cur[d]);
+        cur[d] = v;
       }
     }
     for (BlockId s : cfg.succs[b]) {
       auto preds = cfg.preds[s];
       std::size_t j = static_cast<std::size_t>(std::find(preds.begin(), preds.end(), b) - preds.begin());
-      for (auto& phi : ssa.phis[s]) ssa.phi_args[phi.first_arg + j] = cur[phi.reg];
+      for (const auto& phi : ssa.phis[s]) ssa.phi_args[phi.first_arg + j] = cur[phi.reg];
     }
   };
   enter(entry);
   while (!stack.empty()) {
     Frame& fr = stack.back();
-    const auto& kids = dt.children[fr.block];
+    const auto kids = dt.children[fr.block];
     if (fr.next_child < kids.size()) {
       enter(kids[fr.next_child++]);
       continue;

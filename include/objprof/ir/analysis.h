@@ -14,6 +14,8 @@
 // const results may be read from many threads.
 #pragma once
 
+#include "objprof/ir/csr_lists.h"
+#include "objprof/ir/function_shape.h"
 #include "objprof/ir/ir.h"
 #include "objprof/result.h"
 
@@ -32,17 +34,7 @@ Status verify_function(const Function& f, const Module* module = nullptr);
 
 // ---- CFG ----------------------------------------------------------------------------------
 // Per-block lists of blocks in one array (compressed sparse rows): list(b) is a span.
-class Adjacency {
- public:
-  std::span<const BlockId> operator[](BlockId b) const {
-    return {items_.data() + offsets_[b], static_cast<std::size_t>(offsets_[b + 1] - offsets_[b])};
-  }
-  std::size_t size() const { return offsets_.empty() ? 0 : offsets_.size() - 1; }
-  std::size_t total() const { return items_.size(); }
-
-  std::vector<std::uint32_t> offsets_;  // size() + 1 entries
-  std::vector<BlockId> items_;
-};
+using Adjacency = CsrLists<BlockId>;
 
 struct Cfg {
   Adjacency succs;  // distinct successors, in terminator order
@@ -59,13 +51,14 @@ class CfgAnalysis {
  public:
   using Result = Cfg;
   static Cfg run(const Function& f);
+  static Cfg run(const FunctionShape& shape);
 };
 std::string print_cfg(const Function& f, const Cfg& cfg);
 
 // ---- Dominators ---------------------------------------------------------------------------
 struct DomTree {
   std::vector<BlockId> idom;                   // kNoBlock for the entry and unreachable blocks
-  std::vector<std::vector<BlockId>> children;  // dominator-tree children, in RPO order
+  CsrLists<BlockId> children;  // dominator-tree children, in RPO order
   std::vector<std::uint32_t> pre, post;        // tree DFS numbers, for O(1) dominates()
 
   // Does a dominate b (reflexive)? False if either is unreachable.
@@ -77,7 +70,7 @@ struct DomTree {
 class DominatorTreeAnalysis {
  public:
   using Result = DomTree;
-  static DomTree run(const Function& f, const Cfg& cfg);
+  static DomTree run(const Cfg& cfg);
 };
 std::string print_domtree(const Function& f, const DomTree& dt);
 // Checks the tree against a slow reference (iterative set intersection) on functions of up
@@ -86,13 +79,13 @@ Status verify_domtree(const Function& f, const Cfg& cfg, const DomTree& dt, std:
 
 // ---- Dominance frontiers ------------------------------------------------------------------
 struct DominanceFrontiers {
-  std::vector<std::vector<BlockId>> df;  // per block, distinct, unordered
+  CsrLists<BlockId> df;  // per block, distinct, unordered
 };
 
 class DominanceFrontierAnalysis {
  public:
   using Result = DominanceFrontiers;
-  static DominanceFrontiers run(const Function& f, const Cfg& cfg, const DomTree& dt);
+  static DominanceFrontiers run(const Cfg& cfg, const DomTree& dt);
 };
 std::string print_frontiers(const Function& f, const DominanceFrontiers& df);
 // DF(b) = { y : b dominates a predecessor of y and b does not strictly dominate y }.
@@ -119,7 +112,7 @@ struct SsaForm {
 
   std::uint32_t num_regs = 0;
   std::vector<Value> values;              // values [0, num_regs) are the entry values of v0..
-  std::vector<std::vector<Phi>> phis;     // per block
+  CsrLists<Phi> phis;                     // per block, in register order
   std::vector<ValueId> phi_args;          // phi operands, parallel to cfg.preds[block];
                                           // kNoValue from unreachable predecessors
   std::vector<std::uint32_t> instr_base;  // per block: index of its first instruction below
@@ -141,7 +134,7 @@ struct SsaForm {
 class SsaAnalysis {
  public:
   using Result = SsaForm;
-  static SsaForm run(const Function& f, const Cfg& cfg, const DomTree& dt, const DominanceFrontiers& df);
+  static SsaForm run(const FunctionShape& shape, const Cfg& cfg, const DomTree& dt, const DominanceFrontiers& df);
 };
 // The function with phis and SSA value names (%N), one line per instruction.
 std::string print_ssa(const Function& f, const Cfg& cfg, const SsaForm& ssa);
@@ -151,12 +144,17 @@ std::string print_ssa(const Function& f, const Cfg& cfg, const SsaForm& ssa);
 Status verify_ssa(const Function& f, const Cfg& cfg, const DomTree& dt, const SsaForm& ssa);
 
 // ---- Analysis manager ---------------------------------------------------------------------
-// Computes and caches the analyses of one function. The function must outlive this object
-// and must not change while results are cached (call invalidate() after a change).
+// Computes and caches the analyses of one function. The function (or shape) must outlive this
+// object and must not change while results are cached (call invalidate() after a change).
+// Built from a Function, it derives the shape on first use; built from a FunctionShape (a VM
+// that describes its own code), function() is not available and only shape-based passes run.
 class FunctionAnalyses {
  public:
   explicit FunctionAnalyses(const Function& f) : f_(&f) {}
+  explicit FunctionAnalyses(const FunctionShape& shape) : shape_ptr_(&shape) {}
+  bool has_function() const { return f_ != nullptr; }
   const Function& function() const { return *f_; }
+  const FunctionShape& shape();
   const Cfg& cfg();
   const DomTree& domtree();
   const DominanceFrontiers& frontiers();
@@ -164,7 +162,9 @@ class FunctionAnalyses {
   void invalidate();
 
  private:
-  const Function* f_;
+  const Function* f_ = nullptr;
+  const FunctionShape* shape_ptr_ = nullptr;  // the caller's shape, or shape_ once derived
+  std::unique_ptr<FunctionShape> shape_;
   std::unique_ptr<Cfg> cfg_;
   std::unique_ptr<DomTree> dt_;
   std::unique_ptr<DominanceFrontiers> df_;

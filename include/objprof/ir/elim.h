@@ -90,6 +90,8 @@ struct ElimResult {
 
 // Every access of `f`, all kept with Reason::kNoPass (the starting point of every pass).
 ElimResult make_all_kept(const Function& f);
+// The same for a shape: one decision per accessed operand, in instruction and operand order.
+ElimResult make_all_kept(const FunctionShape& shape);
 // "kept (first access)", "removed: dominated by #3", ...
 std::string describe(const AccessDecision& d);
 // Text of one instruction's decisions for `print_function(..., {annotate})`: "" if it has no
@@ -114,6 +116,9 @@ class GlobalElimPass {
  public:
   explicit GlobalElimPass(ElimOptions options = {}) : options_(options) {}
   bool run(const Function& f, FunctionAnalyses& am, ElimResult* out);
+  // The same pass on whatever `am` was built from; reads only the function's shape, so a VM
+  // that described its code with FunctionShapeBuilder gets its decisions without an ir::Function.
+  bool run(FunctionAnalyses& am, ElimResult* out);
 
  private:
   ElimOptions options_;
