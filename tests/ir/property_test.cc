@@ -30,6 +30,7 @@ TEST_CASE("Properties: every pass is sound and global dominates paper on generat
       for (SafepointMode sp : {SafepointMode::kExact, SafepointMode::kPaper}) {
         ElimOptions eo;
         eo.safepoints = sp;
+        eo.self_check = true;
         eo.pass = PassKind::kNone;
         auto none = run_elim(f, eo);
         eo.pass = PassKind::kPaper;

@@ -49,6 +49,9 @@ struct ElimOptions {
   // Paper pass, exact mode: how many blocks the backward "is there a GC between my idom and
   // me" walk may visit before it gives up and assumes there is.
   std::uint32_t paper_region_budget = 256;
+  // Global pass, for tests: recompute every block's exit facts with the full transfer and abort
+  // if the closed-form block summaries the fixed point used disagree (an objprof bug).
+  bool self_check = false;
 };
 
 enum class Reason : std::uint8_t {
