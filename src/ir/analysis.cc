@@ -1,6 +1,6 @@
-// Structural verifier, CFG, dominator tree (Cooper, Harvey, Kennedy: "A Simple, Fast
-// Dominance Algorithm") and dominance frontiers, with printers and verifiers. All walks are
-// iterative so 100k-block functions cannot overflow the stack.
+// Structural verifier, CFG, dominator tree (Semi-NCA) and dominance frontiers (Cooper, Harvey,
+// Kennedy's "runner" walk), with printers and verifiers. All walks are iterative so 100k-block
+// functions cannot overflow the stack.
 #include "objprof/ir/analysis.h"
 
 #include "objprof/ir/text.h"

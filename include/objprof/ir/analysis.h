@@ -1,9 +1,9 @@
-// Analyses over one Function, shaped like LLVM's new pass manager: each analysis has a
+// Analyses over one function (its FunctionShape), shaped like LLVM's new pass manager: each analysis has a
 // `run(...) -> Result`, a printer, and a verifier beside it.
 //
 //   verify_function      structural checks (terminators, targets, registers, sites, entry)
 //   CfgAnalysis          successors/predecessors, reverse post-order, reachability, critical edges
-//   DominatorTreeAnalysis  Cooper-Harvey-Kennedy iterative dominators over the reachable blocks
+//   DominatorTreeAnalysis  Semi-NCA dominators over the reachable blocks
 //   DominanceFrontierAnalysis  frontiers from the dominator tree (CHK "runner" walk)
 //   SsaAnalysis          minimal SSA: phi placement at iterated frontiers, renaming by a
 //                        dominator-tree walk, plus copy roots (moves and trivial phis)
