@@ -263,6 +263,7 @@ Profiler::Profiler(ProfilerOptions options)
     : options_(std::move(options)),
       min_tracked_size_(options_.min_tracked_size),
       check_hooks_(options_.check_hooks),
+      mark_on_alloc_(options_.mark_on_alloc),
       state_(std::make_unique<ProfilerState>()) {
   if (check_hooks_)
     state_->checker = std::make_unique<internal::HookChecker>(
@@ -307,6 +308,18 @@ bool Profiler::in_spaces(Address addr, std::uint64_t bytes) const noexcept {
   if (in_the_space(addr, bytes)) return true;  // one compare for the usual single space
   const auto& spaces = state_->spaces;
   return std::any_of(spaces.begin(), spaces.end(), [&](const HeapSpace& s) { return s.contains(addr, bytes); });
+}
+
+// The barrier's mark, without its cache: an allocating thread's word may hold other threads'
+// marks, so the bit is set with a test-first fetch-or and none is lost.
+void Profiler::mark_allocation(Address addr) noexcept {
+  for (const auto& bitmap : state_->bitmaps) {
+    const BarrierDescriptor& d = bitmap->descriptor();
+    const Address offset = addr - d.begin;
+    if (offset >= d.size) continue;
+    AccessBitmap::mark_granule<MarkMode::kAtomicTestFirst>(d.bitmap.load(std::memory_order_relaxed), offset >> d.log2_granule);
+    return;
+  }
 }
 
 bool Profiler::check_alloc(ThreadState& thread, Address addr, std::uint64_t size) {

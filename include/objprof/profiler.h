@@ -157,6 +157,11 @@ struct ProfilerOptions {
   // that allocated a lot in one epoch early on (loading) has its objects judged by that.
   static constexpr std::uint64_t kAutoStaleBytes = ~std::uint64_t{0};
   std::uint64_t stale_after_bytes = kAutoStaleBytes;
+  // on_alloc marks the new object in the current epoch's bitmap, as its first barrier would.
+  // Barrier elimination may then treat an allocation as the object's first access
+  // (ir::ElimOptions::allocation_marks, `objprof elim --assume=allocation-marks`): a JIT that
+  // compiled with that assumption needs this on, or the object's first epoch loses its mark.
+  bool mark_on_alloc = false;
   // Objects at least this large are tracked for staleness (seed 001: leaks worth finding are
   // large objects; every object is still recorded in the trace and marked by the barrier).
   std::uint64_t min_tracked_size = 256;
@@ -250,6 +255,7 @@ class Profiler {
     }
     bump(thread.allocated_bytes, size);
     bump(thread.allocated_objects);
+    if (mark_on_alloc_) mark_allocation(addr);
     if (EventBuffer* b = thread.buffer()) b->alloc(site, type, addr, size);
     if (size >= min_tracked_size_) track_alloc(thread, site, type, addr, size);
   }
@@ -311,6 +317,7 @@ class Profiler {
   void write_thread_end(std::uint32_t id);
   void write_header_once();
   bool check_alloc(ThreadState& thread, Address addr, std::uint64_t size);
+  void mark_allocation(Address addr) noexcept;
   // [addr, addr + bytes) inside the only space (false with several spaces or none).
   bool in_the_space(Address addr, std::uint64_t bytes) const noexcept {
     const Address off = addr - space_begin_;
@@ -323,6 +330,7 @@ class Profiler {
   ProfilerOptions options_;
   std::uint64_t min_tracked_size_;
   bool check_hooks_;
+  bool mark_on_alloc_;
   // Set once, when the spaces freeze (write_header_once, before any thread is attached).
   bool slow_alloc_ = true;
   Address space_begin_ = 0;

@@ -57,6 +57,7 @@ Status verify_function(const Function& f, const Module* module) {
   for (Reg p : f.params) {
     if (p >= f.num_regs) return invalid(f, fmt::format("parameter v{} is not below regs {}", p, f.num_regs));
   }
+  if (f.has_receiver && f.params.empty()) return invalid(f, "has a receiver but no parameters");
   std::unordered_set<SiteId> sites;
   for (BlockId b = 0; b < f.blocks.size(); ++b) {
     const Block& block = f.blocks[b];

@@ -95,6 +95,12 @@ class Machine {
       std::uint64_t pct = x % 100;
       regs_[r] = pct < 85 ? kFirstObject + (x >> 8) % externals_ : pct < 95 ? kScalar : kNull;
     }
+    if (options_.receiver_marked && f_.has_receiver && !f_.params.empty()) {
+      // A receiver is never null, and the caller's invoke marked it in this epoch.
+      Reg self = f_.params[0];
+      if (regs_[self] < kFirstObject) regs_[self] = kFirstObject;
+      mark(regs_[self]);
+    }
     if (!forced) tape->entry_draws = static_cast<std::uint32_t>(tape->draws.size());
     BlockId b = 0;
     for (std::size_t step = 0;; ++step) {
@@ -201,6 +207,7 @@ class Machine {
         case Opcode::kNewArray:
           maybe_gc(gc_here);
           regs_[in.dst] = next_object_++;
+          if (options_.allocation_marks) mark(regs_[in.dst]);
           break;
         case Opcode::kGetField:
         case Opcode::kArrayGet:
@@ -208,7 +215,8 @@ class Machine {
           break;
         case Opcode::kInvoke:
         case Opcode::kCallStatic:
-          if (in.may_gc) maybe_gc(gc_here);
+          budget_ = options_.callee_budget;
+          call(in, 0, gc_here);
           if (in.dst != kNoReg) regs_[in.dst] = random_object();
           break;
         case Opcode::kSafepoint: maybe_gc(gc_here); break;
@@ -219,7 +227,56 @@ class Machine {
     return false;
   }
 
+  // A call: its callees' GC points when the resolver knows them, else its own flag.
+  void call(const Instr& in, std::uint32_t depth, bool* gc_here) {
+    if (options_.calls == nullptr) {
+      if (in.may_gc) maybe_gc(gc_here);
+      return;
+    }
+    if (callees_.size() <= depth) callees_.resize(depth + 1);
+    std::vector<const Function*>& fs = callees_[depth];
+    fs.clear();
+    if (!options_.calls->callees(in, &fs) || fs.empty()) {
+      if (in.may_gc) maybe_gc(gc_here);
+      return;
+    }
+    if (depth >= options_.call_depth) return;
+    run_callee(*fs[draw(false) % fs.size()], depth, gc_here);
+  }
+
+  // One random path through a callee, from its entry to a return (or until the budget of
+  // instructions for this call runs out): GCs at its GC points, nested calls in turn. Its
+  // accesses are not executed: the callee's barriers only ever add marks, so leaving them out
+  // can only make a violation in the caller easier to find.
+  void run_callee(const Function& g, std::uint32_t depth, bool* gc_here) {
+    if (g.blocks.empty()) return;
+    BlockId b = 0;
+    for (;;) {
+      const Block& block = g.blocks[b];
+      for (const Instr& in : block.instrs) {
+        if (budget_ == 0) return;
+        --budget_;
+        switch (in.op) {
+          case Opcode::kNew:
+          case Opcode::kNewArray:
+          case Opcode::kSafepoint: maybe_gc(gc_here); break;
+          case Opcode::kInvoke:
+          case Opcode::kCallStatic: call(in, depth + 1, gc_here); break;
+          case Opcode::kReturn: return;
+          default: break;
+        }
+      }
+      const auto& targets = block.instrs.back().targets;
+      if (targets.empty()) return;
+      BlockId next = targets[draw(false) % targets.size()];
+      if (next >= g.blocks.size()) return;
+      b = next;
+    }
+  }
+
   const Function& f_;
+  std::vector<std::vector<const Function*>> callees_;  // per call depth
+  std::uint32_t budget_ = 0;
   Cfg cfg_;
   const CheckOptions& options_;
   CheckReport* report_;
@@ -338,6 +395,8 @@ CheckOptions check_options_for(const ElimResult& decisions, std::uint32_t paths,
   o.paths = paths;
   o.seed = seed;
   o.gc_at_safepoints = decisions.safepoints == SafepointMode::kExact || decisions.pass == PassKind::kNone;
+  o.allocation_marks = decisions.allocation_marks;
+  o.receiver_marked = decisions.receiver_marked;
   return o;
 }
 

@@ -24,6 +24,8 @@ std::string_view reason_name(Reason reason) {
     case Reason::kNotAvailable: return "not available";
     case Reason::kDominated: return "dominated";
     case Reason::kAvailableAllPaths: return "available on all paths";
+    case Reason::kAllocated: return "allocated this epoch";
+    case Reason::kReceiver: return "receiver accessed by the caller";
   }
   return "?";
 }
@@ -90,6 +92,8 @@ std::string describe(const AccessDecision& d) {
     case Reason::kAvailableAllPaths:
       return d.because == kNoSite ? std::string("removed (available on all paths)")
                                   : fmt::format("removed (available on all paths from #{})", d.because);
+    case Reason::kAllocated: return "removed (allocated this epoch)";
+    case Reason::kReceiver: return "removed (receiver accessed by the caller)";
   }
   return "?";
 }

@@ -32,6 +32,7 @@ class GlobalSolver {
     exact_ = options_.safepoints == SafepointMode::kExact;
     mark_.assign(ssa_.values.size(), 0);
     origin_.assign(ssa_.values.size(), kNoSite);
+    origin_reason_.assign(ssa_.values.size(), Reason::kAvailableAllPaths);
     cur_.resize(R_);
     compile_steps();
     summarize();
@@ -83,6 +84,7 @@ class GlobalSolver {
   void meet(BlockId b, BlockId entry, std::uint64_t* in) {
     if (b == entry) {
       std::fill(in, in + W_, 0ull);
+      if (options_.receiver_marked && shape_.receiver != kNoReg) in[shape_.receiver / 64] |= 1ull << (shape_.receiver % 64);
       return;
     }
     std::fill(in, in + W_, ~0ull);
@@ -113,6 +115,7 @@ class GlobalSolver {
         ValueId root = ssa_.copy_root[ssa_.entry_values[base + r]];
         mark_[root] = s;
         origin_[root] = kNoSite;
+        origin_reason_[root] = b == cfg_.rpo[0] ? Reason::kReceiver : Reason::kAvailableAllPaths;
       }
     }
     std::uint32_t d = out_->block_first[b];
@@ -124,7 +127,7 @@ class GlobalSolver {
           if (mark_[st.value] == s) {
             dec.kept = false;
             dec.because = origin_[st.value];
-            dec.reason = dec.because == kNoSite ? Reason::kAvailableAllPaths : Reason::kDominated;
+            dec.reason = dec.because == kNoSite ? origin_reason_[st.value] : Reason::kDominated;
             removed_any_ = true;
           } else {
             dec.kept = true;
@@ -136,6 +139,11 @@ class GlobalSolver {
         }
         case Step::kGc: s = new_stamp(); break;
         case Step::kDef: break;
+        case Step::kMark:
+          mark_[st.value] = s;
+          origin_[st.value] = kNoSite;
+          origin_reason_[st.value] = Reason::kAllocated;
+          break;
       }
     }
     if (out == nullptr) return;
@@ -175,7 +183,8 @@ class GlobalSolver {
       for (std::uint32_t k = step_begin_[b]; k < step_begin_[b + 1]; ++k) {
         const Step& st = steps_[k];
         switch (st.kind) {
-          case Step::kAccess: mark_[st.value] = s; break;
+          case Step::kAccess:
+          case Step::kMark: mark_[st.value] = s; break;
           case Step::kGc:
             s = new_stamp();
             gc = true;
@@ -230,9 +239,10 @@ class GlobalSolver {
   // The block bodies reduced to what the transfer function needs, so that the fixed-point
   // sweeps read a dense array instead of the instructions.
   struct Step {
-    enum Kind : std::uint8_t { kAccess, kGc, kDef } kind;
+    // kMark: the allocator marked the object just defined (allocation_marks).
+    enum Kind : std::uint8_t { kAccess, kGc, kDef, kMark } kind;
     Reg reg;        // kDef: the register defined
-    ValueId value;  // kAccess: copy root of the accessed value; kDef: the defined value
+    ValueId value;  // kAccess, kMark: copy root of the value; kDef: the defined value
     SiteId site;    // kAccess
   };
   void compile_steps() {
@@ -251,6 +261,9 @@ class GlobalSolver {
         }
         if (exact_ && shape_.may_gc(k)) steps_.push_back({Step::kGc, kNoReg, kNoValue, kNoSite});
         if (shape_.dst[k] != kNoReg) steps_.push_back({Step::kDef, shape_.dst[k], ssa_.defs[k], kNoSite});
+        if (options_.allocation_marks && shape_.allocates(k)) {
+          steps_.push_back({Step::kMark, kNoReg, ssa_.copy_root[ssa_.defs[k]], kNoSite});
+        }
       }
     }
     step_begin_[n] = static_cast<std::uint32_t>(steps_.size());
@@ -268,6 +281,7 @@ class GlobalSolver {
   std::uint32_t stamp_ = 0;
   std::vector<std::uint32_t> mark_;
   std::vector<SiteId> origin_;
+  std::vector<Reason> origin_reason_;  // why a value with no covering site is available
   std::vector<ValueId> cur_;
   std::vector<std::uint64_t> out_bits_;
   std::vector<Step> steps_;
@@ -285,6 +299,8 @@ bool GlobalElimPass::run(FunctionAnalyses& am, ElimResult* out) {
   *out = make_all_kept(am.shape());
   out->pass = PassKind::kGlobal;
   out->safepoints = options_.safepoints;
+  out->allocation_marks = options_.allocation_marks;
+  out->receiver_marked = options_.receiver_marked;
   const Cfg& cfg = am.cfg();
   for (AccessDecision& d : out->accesses) {
     d.reason = cfg.reachable(d.block) ? Reason::kNotAvailable : Reason::kUnreachable;

@@ -29,6 +29,7 @@ std::size_t FunctionShape::memory_bytes() const {
 FunctionShape shape_of(const Function& f) {
   FunctionShape s;
   s.num_regs = f.num_regs;
+  if (f.has_receiver && !f.params.empty()) s.receiver = f.params[0];
   const std::size_t n = f.blocks.size();
   std::size_t instrs = 0;
   for (const Block& b : f.blocks) instrs += b.instrs.size();
@@ -51,6 +52,7 @@ FunctionShape shape_of(const Function& f) {
       std::uint8_t flags = 0;
       if (may_gc(in)) flags |= FunctionShape::kMayGc;
       if (in.op == Opcode::kMove && in.args.size() == 1) flags |= FunctionShape::kCopy;
+      if ((in.op == Opcode::kNew || in.op == Opcode::kNewArray) && in.dst != kNoReg) flags |= FunctionShape::kAllocates;
       s.flags.push_back(flags);
       unsigned na = num_accesses(in);
       s.accessed.push_back(static_cast<std::uint8_t>((1u << na) - 1));
@@ -88,6 +90,9 @@ Status verify_shape(const FunctionShape& s) {
     if (t >= n) return invalid_shape(fmt::format("successor block {} does not exist ({} blocks)", t, n));
     if (t == 0) return invalid_shape("a block branches to the entry block (the entry may have no predecessors)");
   }
+  if (s.receiver != kNoReg && s.receiver >= s.num_regs) {
+    return invalid_shape(fmt::format("receiver register {} is not below {}", s.receiver, s.num_regs));
+  }
   for (Reg r : s.uses) {
     if (r >= s.num_regs) return invalid_shape(fmt::format("operand register {} is not below {}", r, s.num_regs));
   }
@@ -102,6 +107,9 @@ Status verify_shape(const FunctionShape& s) {
       if (highest >= nops) return invalid_shape(fmt::format("instruction {} accesses operand {} of {}", i, highest, nops));
       if (s.site[i] == kNoSite) return invalid_shape(fmt::format("instruction {} accesses an object without a site", i));
       sites.push_back(s.site[i]);
+    }
+    if (s.allocates(i) && s.dst[i] == kNoReg) {
+      return invalid_shape(fmt::format("instruction {} allocates but defines no register", i));
     }
     if (s.is_copy(i) && (nops != 1 || s.dst[i] == kNoReg)) {
       return invalid_shape(fmt::format("instruction {} is a copy but does not define one register from one operand", i));

@@ -479,12 +479,13 @@ class MethodTranslator {
         f->blocks[it->second].instrs.push_back(t);
       }
     }
-    // Handler blocks start by receiving the exception object in stack slot 0.
+    // Handler blocks start by receiving the exception object in stack slot 0. This is a GC
+    // point: an exception the VM throws itself (a null dereference, a failed cast, an index out
+    // of bounds, in this method or in a callee) is allocated on the way to the handler.
     for (const auto& h : handlers_) {
       auto& ins = f->blocks[block_of[h[2]]].instrs;
       if (!ins.empty() && ins.front().op == Opcode::kCallStatic && ins.front().name == "jvm.caught") continue;
       Instr c = mk(Opcode::kCallStatic, st(0), {});
-      c.may_gc = false;
       c.name = "jvm.caught";
       ins.insert(ins.begin(), c);
     }
@@ -634,9 +635,10 @@ class MethodTranslator {
       std::string owner, name, desc;
       if (!member(&owner, &name, &desc)) return "bad field reference";
       if (op == 0xb2) {
+        // "jvm." names the importer's own markers; they are never method calls.
         Instr i = mk(Opcode::kCallStatic, st(h), {});
         i.may_gc = false;
-        i.name = fmt::format("{}.{}", owner, name);
+        i.name = "jvm.getstatic";
         emit(i);
         return {};
       }
@@ -727,11 +729,12 @@ Result<ClassImport> import_class(std::string_view bytes) {
       default: return corrupt(fmt::format("unknown constant pool tag {} at entry {}", e.tag, i));
     }
   }
-  r.u2();
+  const std::uint32_t class_access = r.u2();
   std::string this_class = pool.class_name(r.u2());
-  r.u2();
+  std::string super_class = pool.class_name(r.u2());
+  std::vector<std::string> interfaces;
   std::uint32_t ifaces = r.u2();
-  for (std::uint32_t i = 0; i < ifaces; ++i) r.u2();
+  for (std::uint32_t i = 0; i < ifaces && r.ok(); ++i) interfaces.push_back(pool.class_name(r.u2()));
   auto skip_attrs = [&] {
     std::uint32_t na = r.u2();
     for (std::uint32_t a = 0; a < na && r.ok(); ++a) {
@@ -748,11 +751,20 @@ Result<ClassImport> import_class(std::string_view bytes) {
   }
   if (!r.ok() || this_class.empty()) return corrupt("truncated header");
   ClassImport out;
+  out.info.name = this_class;
+  out.info.super = super_class;
+  out.info.interfaces = std::move(interfaces);
+  out.info.access = static_cast<std::uint16_t>(class_access);
   std::uint32_t methods = r.u2();
   for (std::uint32_t i = 0; i < methods && r.ok(); ++i) {
-    const bool is_static = (r.u2() & 0x0008) != 0;
+    const std::uint32_t method_access = r.u2();
+    const bool is_static = (method_access & 0x0008) != 0;
     std::string name = ir_name(pool.utf8(r.u2()));
     std::string desc = pool.utf8(r.u2());
+    JvmMethod& info = out.info.methods.emplace_back();
+    info.name = name;
+    info.descriptor = desc;
+    info.access = static_cast<std::uint16_t>(method_access);
     std::uint32_t na = r.u2();
     std::string skip;
     bool has_code = false;
@@ -793,7 +805,10 @@ Result<ClassImport> import_class(std::string_view bytes) {
       std::vector<int> params;
       int ret = 0;
       Reg slot = 0;
-      if (!is_static) f.params.push_back(slot++);
+      if (!is_static) {
+        f.params.push_back(slot++);
+        f.has_receiver = true;
+      }
       if (parse_method_desc(desc, &params, &ret)) {
         for (int p : params) {
           if (slot < f.num_regs) f.params.push_back(slot);
@@ -809,6 +824,7 @@ Result<ClassImport> import_class(std::string_view bytes) {
       if (!clash) break;
       f.name = fmt::format("{}.{}-{}", this_class, name, ++dup);
     }
+    info.function = static_cast<std::int32_t>(out.module.functions.size());
     out.module.functions.push_back(std::move(f));
   }
   if (!r.ok()) return corrupt("truncated methods");

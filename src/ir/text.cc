@@ -307,6 +307,14 @@ class Parser {
     // Parameters are parsed before `regs` is known; check them afterwards.
     if (!expect_punct('(')) return false;
     std::vector<Token> param_toks;
+    if (is_ident("this")) {  // the first parameter is the receiver
+      bump();
+      f.has_receiver = true;
+      if (is_punct(')')) {
+        fail_at(tok_, "a receiver register after 'this'", false);
+        return false;
+      }
+    }
     if (!is_punct(')')) {
       for (;;) {
         param_toks.push_back(tok_);
@@ -749,6 +757,7 @@ std::string print_function(const Function& f, const PrintOptions& options) {
   fmt::format_to(out, "func {}(", f.name);
   for (std::size_t i = 0; i < f.params.size(); ++i) {
     if (i > 0) s += ", ";
+    if (i == 0 && f.has_receiver) s += "this ";
     append_reg(&s, f.params[i]);
   }
   fmt::format_to(out, ") regs {} {{\n", f.num_regs);

@@ -21,12 +21,14 @@ using Flag = FunctionShape::Flag;
 // shape_of.
 FunctionShape describe_with_builder(const Function& f) {
   FunctionShapeBuilder b(f.num_regs);
+  if (f.has_receiver) b.set_receiver(f.params[0]);
   for (const Block& block : f.blocks) {
     b.begin_block();
     for (const Instr& in : block.instrs) {
       std::uint8_t flags = 0;
       if (may_gc(in)) flags |= FunctionShape::kMayGc;
       if (in.op == Opcode::kMove) flags |= FunctionShape::kCopy;
+      if (in.op == Opcode::kNew || in.op == Opcode::kNewArray) flags |= FunctionShape::kAllocates;
       std::vector<Reg> uses(in.args.begin(), in.args.end());
       auto accessed = static_cast<std::uint8_t>((1u << num_accesses(in)) - 1);
       b.add_instr(in.dst, uses, accessed, flags, accessed != 0 ? in.site : kNoSite);
@@ -129,6 +131,7 @@ TEST_CASE("FunctionShape: random functions described through the builder match t
       o.blocks = 2 + static_cast<std::uint32_t>((i * 37) % 300);
       o.regs = 2 + static_cast<std::uint32_t>(i % 20);
       Function f = generate_function(static_cast<std::uint64_t>(7000 + 100 * shape_kind + i), o);
+      f.has_receiver = i % 2 == 0 && !f.params.empty();
       INFO("shape " << shape_kind << " seed " << i);
       REQUIRE(verify_function(f).ok());
       FunctionShape described = describe_with_builder(f);
@@ -137,9 +140,11 @@ TEST_CASE("FunctionShape: random functions described through the builder match t
       REQUIRE(described.uses == derived.uses);
       REQUIRE(described.flags == derived.flags);
       REQUIRE(described.accessed == derived.accessed);
-      for (SafepointMode mode : {SafepointMode::kExact, SafepointMode::kPaper}) {
+      REQUIRE(described.receiver == derived.receiver);
+      for (int mode_and_assumptions = 0; mode_and_assumptions < 4; ++mode_and_assumptions) {
         ElimOptions options;
-        options.safepoints = mode;
+        options.safepoints = mode_and_assumptions % 2 == 0 ? SafepointMode::kExact : SafepointMode::kPaper;
+        options.allocation_marks = options.receiver_marked = mode_and_assumptions >= 2;
         options.self_check = true;
         Result<ElimResult> from_ir = run_elim(f, options);
         REQUIRE(from_ir.ok());
@@ -214,6 +219,19 @@ TEST_CASE("FunctionShape: malformed descriptions are refused with a reason", "[i
     b.begin_block();
     b.add_instr(1, {0, 1}, 0, Flag::kCopy);
     CHECK_THAT(error_of(std::move(b)), Catch::Contains("copy"));
+  }
+  {
+    FunctionShapeBuilder b(2);
+    b.begin_block();
+    b.add_instr(kNoReg, {}, 0, Flag::kAllocates | Flag::kMayGc);
+    CHECK_THAT(error_of(std::move(b)), Catch::Contains("allocates but defines no register"));
+  }
+  {
+    FunctionShapeBuilder b(2);
+    b.set_receiver(2);
+    b.begin_block();
+    b.add_instr(kNoReg, {0}, 0b1, 0, 1);
+    CHECK_THAT(error_of(std::move(b)), Catch::Contains("receiver register 2"));
   }
   {
     FunctionShape s = diamond(false);

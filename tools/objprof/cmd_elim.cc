@@ -9,6 +9,7 @@
 #include "objprof/ir/elim.h"
 #include "objprof/ir/generate.h"
 #include "objprof/ir/jvm_import.h"
+#include "objprof/ir/jvm_program.h"
 #include "objprof/ir/text.h"
 
 #include <fmt/format.h>
@@ -18,6 +19,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -36,6 +38,8 @@ struct ElimArgs {
   std::string generate;  // SEED:COUNT:BLOCKS
   std::string shape = "mixed";
   std::uint32_t regs = 8;
+  std::vector<std::string> assume;   // allocation-marks, receiver
+  std::vector<std::string> context;  // class inputs that join the program but are not reported
 };
 
 struct Totals {
@@ -57,10 +61,24 @@ int run_elim_command(const ElimArgs& args) {
   ir::ElimOptions options;
   options.pass = args.pass == "none" ? ir::PassKind::kNone : args.pass == "paper" ? ir::PassKind::kPaper : ir::PassKind::kGlobal;
   options.safepoints = args.safepoints == "paper" ? ir::SafepointMode::kPaper : ir::SafepointMode::kExact;
+  const bool summaries = args.safepoints == "summaries";
+  for (const std::string& a : args.assume) {
+    options.allocation_marks |= a == "allocation-marks";
+    options.receiver_marked |= a == "receiver";
+  }
 
-  // Inputs: (label, module) pairs.
-  std::vector<std::pair<std::string, ir::Module>> inputs;
+  // Inputs: (label, module) pairs; imported classes are kept whole (with their hierarchy) so
+  // that --safepoints=summaries can see the program they form.
+  std::vector<std::pair<std::string, ir::Module>> owned;
+  std::vector<std::string> class_labels;
+  std::vector<ir::ClassImport> classes;
   std::vector<std::string> errors;
+  auto add_class = [&](const std::string& label, ir::ClassImport imported) {
+    for (const std::string& skipped : imported.skipped)
+      std::fprintf(stderr, "objprof elim: note: %s: skipped %s\n", label.c_str(), skipped.c_str());
+    class_labels.push_back(label);
+    classes.push_back(std::move(imported));
+  };
   if (!args.generate.empty()) {
     std::uint64_t seed = 0;
     std::uint32_t count = 0, blocks = 0;
@@ -75,9 +93,14 @@ int run_elim_command(const ElimArgs& args) {
     g.shape = args.shape == "structured" ? ir::CfgShape::kStructured
               : args.shape == "unstructured" ? ir::CfgShape::kUnstructured
                                               : ir::CfgShape::kMixed;
-    inputs.emplace_back(fmt::format("generated:{}", args.generate), ir::generate_module(seed, count, g));
+    owned.emplace_back(fmt::format("generated:{}", args.generate), ir::generate_module(seed, count, g));
   }
-  for (const std::string& file : args.files) {
+  std::vector<std::string> files = args.files;
+  files.insert(files.end(), args.context.begin(), args.context.end());
+  std::size_t reported_classes = 0;
+  for (std::size_t fi = 0; fi < files.size(); ++fi) {
+    const std::string& file = files[fi];
+    if (fi == args.files.size()) reported_classes = classes.size();
     auto ends_with = [&](std::string_view suffix) {
       return file.size() >= suffix.size() && file.compare(file.size() - suffix.size(), suffix.size(), suffix) == 0;
     };
@@ -94,9 +117,7 @@ int run_elim_command(const ElimArgs& args) {
           errors.push_back(fmt::format("{}: {}", label, imported.error().message));
           continue;
         }
-        for (const std::string& skipped : imported->skipped)
-          std::fprintf(stderr, "objprof elim: note: %s: skipped %s\n", label.c_str(), skipped.c_str());
-        inputs.emplace_back(label, std::move(imported->module));
+        add_class(label, std::move(imported).value());
       }
       continue;
     }
@@ -113,10 +134,11 @@ int run_elim_command(const ElimArgs& args) {
         errors.push_back(fmt::format("{}: {}", file, imported.error().message));
         continue;
       }
-      for (const std::string& skipped : imported->skipped) {
-        std::fprintf(stderr, "objprof elim: note: %s: skipped %s\n", file.c_str(), skipped.c_str());
-      }
-      inputs.emplace_back(file, std::move(imported->module));
+      add_class(file, std::move(imported).value());
+      continue;
+    }
+    if (fi >= args.files.size()) {
+      errors.push_back(fmt::format("{}: --context takes .class, .jar or .jmod files", file));
       continue;
     }
     auto parsed = ir::parse_module(ss.str(), file);
@@ -124,14 +146,29 @@ int run_elim_command(const ElimArgs& args) {
       errors.push_back(parsed.error().message);
       continue;
     }
-    inputs.emplace_back(file, std::move(parsed).value());
+    owned.emplace_back(file, std::move(parsed).value());
+  }
+  if (args.context.empty()) reported_classes = classes.size();
+
+  std::vector<std::pair<std::string, const ir::Module*>> inputs;
+  for (const auto& [label, module] : owned) inputs.emplace_back(label, &module);
+  // The classes as one program: class-hierarchy resolution, and with summaries, `.nogc` on
+  // the calls that cannot reach a GC point; the checker then runs the real callees.
+  std::optional<ir::JvmProgram> program;
+  std::optional<ir::GcSummaryStats> summary_stats;
+  if (summaries) {
+    program.emplace(std::move(classes));
+    summary_stats = program->apply_gc_summaries();
+    for (std::size_t c = 0; c < reported_classes; ++c) inputs.emplace_back(class_labels[c], &program->classes()[c].module);
+  } else {
+    for (std::size_t c = 0; c < reported_classes; ++c) inputs.emplace_back(class_labels[c], &classes[c].module);
   }
 
   Totals totals;
   nlohmann::json jfunctions = nlohmann::json::array();
-  for (auto& [label, module] : inputs) {
-    for (const ir::Function& f : module.functions) {
-      auto result = ir::run_elim(f, options, &module);
+  for (const auto& [label, module] : inputs) {
+    for (const ir::Function& f : module->functions) {
+      auto result = ir::run_elim(f, options, module);
       if (!result) {
         errors.push_back(fmt::format("{}: {}", label, result.error().message));
         continue;
@@ -150,7 +187,9 @@ int run_elim_command(const ElimArgs& args) {
                            {"removed", r.num_removed()}};
       std::string check_text;
       if (args.check > 0) {
-        ir::CheckReport report = ir::check_function(f, r, ir::check_options_for(r, args.check, args.seed));
+        ir::CheckOptions co = ir::check_options_for(r, args.check, args.seed);
+        if (program) co.calls = &*program;
+        ir::CheckReport report = ir::check_function(f, r, co);
         jf["check"] = {{"paths", report.paths}, {"accesses", report.accesses}, {"gcs", report.gcs}, {"ok", report.ok()}};
         if (!report.ok()) {
           ++totals.violations;
@@ -191,6 +230,7 @@ int run_elim_command(const ElimArgs& args) {
   if (args.json) {
     nlohmann::json out = {{"pass", args.pass},
                           {"safepoints", args.safepoints},
+                          {"assume", args.assume},
                           {"functions", std::move(jfunctions)},
                           {"totals",
                            {{"functions", totals.functions},
@@ -199,8 +239,20 @@ int run_elim_command(const ElimArgs& args) {
                             {"removed", totals.removed},
                             {"violations", totals.violations}}},
                           {"errors", errors}};
+    if (summary_stats) {
+      out["summaries"] = {{"functions", summary_stats->functions},
+                          {"functions_no_gc", summary_stats->functions_no_gc},
+                          {"calls", summary_stats->calls},
+                          {"calls_resolved", summary_stats->calls_resolved},
+                          {"calls_no_gc", summary_stats->calls_no_gc}};
+    }
     std::cout << out.dump(2) << "\n";
   } else {
+    if (summary_stats) {
+      std::cout << fmt::format("summaries: {} of {} functions cannot GC; {} of {} calls resolved, {} cannot GC\n",
+                               summary_stats->functions_no_gc, summary_stats->functions, summary_stats->calls_resolved,
+                               summary_stats->calls, summary_stats->calls_no_gc);
+    }
     std::cout << fmt::format("total ({} pass, {} safepoints): {} functions, {} accesses, {} kept, {} removed ({:.1f}%)", args.pass,
                              args.safepoints, totals.functions, totals.accesses, totals.kept, totals.removed,
                              totals.accesses ? 100.0 * static_cast<double>(totals.removed) / static_cast<double>(totals.accesses) : 0.0);
@@ -216,8 +268,17 @@ const RegisterCommand kRegisterElim([](CLI::App& app) -> std::function<int()> {
   CLI::App* sub = app.add_subcommand("elim", "Run redundant-barrier elimination over IR files (docs/elimination.md)");
   sub->add_option("files", args->files, "IR text files (docs/ir-format.md), JVM .class files, or .jar/.jmod archives");
   sub->add_option("--pass", args->pass, "none | paper | global")->check(CLI::IsMember({"none", "paper", "global"}));
-  sub->add_option("--safepoints", args->safepoints, "exact: a GC ends availability; paper: ignore GCs as the paper does")
-      ->check(CLI::IsMember({"exact", "paper"}));
+  sub->add_option("--safepoints", args->safepoints,
+                  "exact: every call may GC unless marked .nogc; summaries: as exact, but calls whose callees (class "
+                  "hierarchy of the classes given) cannot reach a GC point keep availability; paper: ignore GCs")
+      ->check(CLI::IsMember({"exact", "summaries", "paper"}));
+  sub->add_option("--assume", args->assume,
+                  "what the VM guarantees: allocation-marks (the allocator marks new objects), receiver (a method is "
+                  "entered with its receiver marked by the caller's invoke)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"allocation-marks", "receiver"}));
+  sub->add_option("--context", args->context,
+                  "classes (.class/.jar/.jmod) that belong to the program for --safepoints=summaries but are not reported");
   sub->add_flag("--annotate", args->annotate, "print the IR with every access marked kept or removed (and why)");
   sub->add_option("--check", args->check, "run the soundness checker with N random paths per function");
   sub->add_option("--seed", args->seed, "checker seed");

@@ -9,14 +9,18 @@
 //    and invokes return random objects (pool + every object allocated so far); `new` returns a
 //    fresh object. Identities are random, so registers alias and differ unpredictably.
 //  - A barrier is the seeds' sequence: if obj != cache { cache = obj; mark(obj) }.
-//  - At every instruction that may GC, a GC happens with probability `gc_probability` (when
-//    `gc_at_safepoints`): the bitmap and the cache are cleared and a new epoch starts.
+//  - At every instruction that may GC, a GC happens with probability `gc_percent` (when
+//    `gc_at_safepoints`): the bitmap and the cache are cleared and a new epoch starts. With a
+//    CallResolver, calls run their callees' GC points instead (see CheckOptions::calls).
+//  - With `allocation_marks`, `new` marks the fresh object; with `receiver_marked`, the
+//    receiver of a function that has one holds an object that is marked on entry.
 //  - After each access to an object, its bit must be set; otherwise that is a violation.
 // The first violation is shrunk (loops cut out of the path, unneeded GCs dropped, as long as a
 // violation remains) and reported as a path of blocks.
 // Deterministic for a given seed on every platform (own PRNG, no std distributions).
 #pragma once
 
+#include "objprof/ir/call_resolver.h"
 #include "objprof/ir/elim.h"
 #include "objprof/ir/ir.h"
 
@@ -35,6 +39,17 @@ struct CheckOptions {
   std::uint32_t gc_percent = 30;      // chance that a safepoint collects
   std::uint32_t external_objects = 6; // size of the pool of objects the caller provides
   bool minimize = true;
+  // The VM guarantees the decisions assumed (ElimResult, ElimOptions): the allocator marks new
+  // objects; the receiver is marked on entry (the caller's invoke accessed it).
+  bool allocation_marks = false;
+  bool receiver_marked = false;
+  // With a resolver, a call whose callees it knows runs them along a random path (GCs at their
+  // GC points, nested calls in turn, up to `call_depth` deep and `callee_budget` instructions
+  // per call in the function checked) whatever its `.nogc` flag says; other calls follow
+  // their flag. Without one, every call follows its flag.
+  const CallResolver* calls = nullptr;
+  std::uint32_t call_depth = 32;
+  std::uint32_t callee_budget = 512;
 };
 
 struct PathStep {

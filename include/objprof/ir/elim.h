@@ -49,6 +49,16 @@ struct ElimOptions {
   // Paper pass, exact mode: how many blocks the backward "is there a GC between my idom and
   // me" walk may visit before it gives up and assumes there is.
   std::uint32_t paper_region_budget = 256;
+  // What the VM guarantees besides its GC points (docs/elimination.md, "Safepoint models");
+  // the global pass uses them, the paper pass does not.
+  //  - allocation_marks: the allocator marks each new object in the current epoch, after any
+  //    GC the allocation ran (ProfilerOptions::mark_on_alloc), so an allocation counts as the
+  //    new object's first access.
+  //  - receiver_marked: a function with a receiver is entered only through an invoke whose
+  //    receiver access ran (or was covered) in the same epoch, with no GC point between that
+  //    access and the function's first instruction; the receiver is available on entry.
+  bool allocation_marks = false;
+  bool receiver_marked = false;
   // Global pass, for tests: recompute every block's exit facts with the full transfer and abort
   // if the closed-form block summaries the fixed point used disagree (an objprof bug).
   bool self_check = false;
@@ -59,8 +69,10 @@ enum class Reason : std::uint8_t {
   kUnreachable,       // kept: the block is unreachable
   kNotAvailable,      // kept: on some path the object may not be marked yet in this epoch
   kDominated,         // removed: an earlier access (`because`) to the same value dominates it
-  kAvailableAllPaths  // removed: the value is accessed on every path since its definition and
+  kAvailableAllPaths, // removed: the value is accessed on every path since its definition and
                       // the last GC (global pass; `because` is set when one site covers all paths)
+  kAllocated,         // removed: allocated after the last GC, and the allocator marked it
+  kReceiver           // removed: the receiver, which the caller's invoke accessed, before any GC
 };
 std::string_view reason_name(Reason reason);
 
@@ -78,6 +90,8 @@ struct AccessDecision {
 struct ElimResult {
   PassKind pass = PassKind::kNone;
   SafepointMode safepoints = SafepointMode::kExact;
+  bool allocation_marks = false;  // the assumptions the decisions rely on (ElimOptions)
+  bool receiver_marked = false;
   std::vector<AccessDecision> accesses;  // in block, instruction, operand order
   std::vector<std::uint32_t> block_first;  // per block (+1 sentinel): first index in accesses
 

@@ -29,11 +29,14 @@ struct FunctionShape {
   enum Flag : std::uint8_t {
     kMayGc = 1,  // a GC may run while the instruction executes (after its accesses)
     kCopy = 2,   // `dst = uses[0]`: the defined register holds the same object
+    kAllocates = 4,  // `dst` receives a freshly allocated object (after any GC the instruction runs)
   };
   // Accessed operands are uses[0..kMaxAccessedOperand] of an instruction (a bit mask).
   static constexpr unsigned kMaxAccessedOperand = 7;
 
   std::uint32_t num_regs = 0;
+  // The register holding the receiver on entry, which the caller's invoke accessed, or kNoReg.
+  Reg receiver = kNoReg;
   std::vector<InstrId> block_begin;  // blocks + 1 entries
   CsrLists<BlockId> succs;           // per block, in the VM's order (duplicates allowed)
   // Per instruction:
@@ -51,6 +54,7 @@ struct FunctionShape {
   }
   bool may_gc(InstrId i) const { return (flags[i] & kMayGc) != 0; }
   bool is_copy(InstrId i) const { return (flags[i] & kCopy) != 0; }
+  bool allocates(InstrId i) const { return (flags[i] & kAllocates) != 0; }
   // Bytes held by the arrays (for memory-per-instruction reports).
   std::size_t memory_bytes() const;
 };
@@ -60,7 +64,8 @@ FunctionShape shape_of(const Function& f);
 
 // Structural checks on a shape from any source: sizes agree, at least one block, registers
 // below num_regs, successors exist and the entry has no predecessor, accessed operands exist
-// and each access instruction has a site, unique in the function, copies have one operand.
+// and each access instruction has a site, unique in the function, copies have one operand,
+// allocations define a register, the receiver is a register.
 Status verify_shape(const FunctionShape& shape);
 
 // How a VM describes one function: blocks in order (the first is the entry), then for each
@@ -82,6 +87,8 @@ class FunctionShapeBuilder {
     add_instr(dst, std::span<const Reg>(uses.begin(), uses.size()), accessed, flags, site);
   }
   void add_successor(BlockId target);
+  // The register that holds the receiver on entry (see FunctionShape::receiver).
+  void set_receiver(Reg r) { s_.receiver = r; }
   Result<FunctionShape> finish() &&;
 
  private:

@@ -176,6 +176,9 @@ struct Function {
   std::string name;
   std::uint32_t num_regs = 0;
   std::vector<Reg> params;    // registers holding the arguments on entry
+  // params[0] is the receiver (`this`): every call reaches the function through an invoke that
+  // accessed it (text form: `func C.m(this v0, v1)`).
+  bool has_receiver = false;
   std::vector<Block> blocks;  // blocks[0] is the entry
 
   std::size_t num_instrs() const;
