@@ -217,10 +217,21 @@ class Machine {
         case Opcode::kCallStatic:
           budget_ = options_.callee_budget;
           call(in, 0, gc_here);
-          if (in.dst != kNoReg) regs_[in.dst] = random_object();
+          if (in.dst != kNoReg) {
+            regs_[in.dst] = random_object();
+            if (in.result_marked && regs_[in.dst] >= kFirstObject) mark(regs_[in.dst]);
+          }
           break;
         case Opcode::kSafepoint: maybe_gc(gc_here); break;
-        case Opcode::kReturn: return true;
+        case Opcode::kReturn:
+          if (options_.verify_returns && !in.args.empty()) {
+            std::uint64_t obj = regs_[in.args[0]];
+            if (obj >= kFirstObject && !marked(obj)) {
+              out->violated = true;
+              out->violation = Violation{b, i, 0, kNoSite, in.args[0], obj, epoch_, {}};
+            }
+          }
+          return true;
         default: break;
       }
     }
@@ -381,7 +392,8 @@ CheckReport check_function(const Function& f, const ElimResult& decisions, const
 }
 
 std::string format_violation(const Function& f, const Violation& v) {
-  std::string s = fmt::format("site #{} (block {}, v{}): object o{} not marked in epoch {}; path:", v.site,
+  const std::string where = v.site == kNoSite ? std::string("return") : fmt::format("site #{}", v.site);
+  std::string s = fmt::format("{} (block {}, v{}): object o{} not marked in epoch {}; path:", where,
                               v.block < f.blocks.size() ? f.blocks[v.block].name : "?", v.reg, v.object, v.epoch);
   auto out = std::back_inserter(s);
   for (std::size_t i = 0; i < v.path.size(); ++i) {
@@ -397,6 +409,7 @@ CheckOptions check_options_for(const ElimResult& decisions, std::uint32_t paths,
   o.gc_at_safepoints = decisions.safepoints == SafepointMode::kExact || decisions.pass == PassKind::kNone;
   o.allocation_marks = decisions.allocation_marks;
   o.receiver_marked = decisions.receiver_marked;
+  o.verify_returns = decisions.returns_marked;
   return o;
 }
 

@@ -26,6 +26,7 @@ std::string_view reason_name(Reason reason) {
     case Reason::kAvailableAllPaths: return "available on all paths";
     case Reason::kAllocated: return "allocated this epoch";
     case Reason::kReceiver: return "receiver accessed by the caller";
+    case Reason::kReturnedMarked: return "returned marked by the callee";
   }
   return "?";
 }
@@ -94,6 +95,7 @@ std::string describe(const AccessDecision& d) {
                                   : fmt::format("removed (available on all paths from #{})", d.because);
     case Reason::kAllocated: return "removed (allocated this epoch)";
     case Reason::kReceiver: return "removed (receiver accessed by the caller)";
+    case Reason::kReturnedMarked: return "removed (returned marked by the callee)";
   }
   return "?";
 }

@@ -77,6 +77,7 @@ class GlobalSolver {
         std::abort();
       }
     }
+    out_->returns_marked = returns_ > 0 && !unmarked_returns_;
     return removed_any_;
   }
 
@@ -140,9 +141,14 @@ class GlobalSolver {
         case Step::kGc: s = new_stamp(); break;
         case Step::kDef: break;
         case Step::kMark:
+        case Step::kMarkResult:
           mark_[st.value] = s;
           origin_[st.value] = kNoSite;
-          origin_reason_[st.value] = Reason::kAllocated;
+          origin_reason_[st.value] = st.kind == Step::kMark ? Reason::kAllocated : Reason::kReturnedMarked;
+          break;
+        case Step::kReturn:
+          ++returns_;
+          if (mark_[st.value] != s) unmarked_returns_ = true;
           break;
       }
     }
@@ -184,7 +190,9 @@ class GlobalSolver {
         const Step& st = steps_[k];
         switch (st.kind) {
           case Step::kAccess:
-          case Step::kMark: mark_[st.value] = s; break;
+          case Step::kMark:
+          case Step::kMarkResult: mark_[st.value] = s; break;
+          case Step::kReturn: break;
           case Step::kGc:
             s = new_stamp();
             gc = true;
@@ -239,10 +247,11 @@ class GlobalSolver {
   // The block bodies reduced to what the transfer function needs, so that the fixed-point
   // sweeps read a dense array instead of the instructions.
   struct Step {
-    // kMark: the allocator marked the object just defined (allocation_marks).
-    enum Kind : std::uint8_t { kAccess, kGc, kDef, kMark } kind;
+    // kMark: the allocator marked the object just defined (allocation_marks); kMarkResult: a
+    // call returned it marked; kReturn: the function returns it.
+    enum Kind : std::uint8_t { kAccess, kGc, kDef, kMark, kMarkResult, kReturn } kind;
     Reg reg;        // kDef: the register defined
-    ValueId value;  // kAccess, kMark: copy root of the value; kDef: the defined value
+    ValueId value;  // kAccess, kMark*, kReturn: copy root of the value; kDef: the defined value
     SiteId site;    // kAccess
   };
   void compile_steps() {
@@ -264,6 +273,10 @@ class GlobalSolver {
         if (options_.allocation_marks && shape_.allocates(k)) {
           steps_.push_back({Step::kMark, kNoReg, ssa_.copy_root[ssa_.defs[k]], kNoSite});
         }
+        if (shape_.result_marked(k)) steps_.push_back({Step::kMarkResult, kNoReg, ssa_.copy_root[ssa_.defs[k]], kNoSite});
+        if (shape_.returns_value(k)) {
+          steps_.push_back({Step::kReturn, kNoReg, ssa_.copy_root[ssa_.uses[shape_.use_begin[k]]], kNoSite});
+        }
       }
     }
     step_begin_[n] = static_cast<std::uint32_t>(steps_.size());
@@ -278,6 +291,8 @@ class GlobalSolver {
   std::size_t W_ = 0;
   bool exact_ = true;
   bool removed_any_ = false;
+  std::size_t returns_ = 0;        // reachable returns of a value
+  bool unmarked_returns_ = false;  // one of them may return an unmarked object
   std::uint32_t stamp_ = 0;
   std::vector<std::uint32_t> mark_;
   std::vector<SiteId> origin_;

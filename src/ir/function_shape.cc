@@ -53,6 +53,10 @@ FunctionShape shape_of(const Function& f) {
       if (may_gc(in)) flags |= FunctionShape::kMayGc;
       if (in.op == Opcode::kMove && in.args.size() == 1) flags |= FunctionShape::kCopy;
       if ((in.op == Opcode::kNew || in.op == Opcode::kNewArray) && in.dst != kNoReg) flags |= FunctionShape::kAllocates;
+      if ((in.op == Opcode::kInvoke || in.op == Opcode::kCallStatic) && in.result_marked && in.dst != kNoReg) {
+        flags |= FunctionShape::kResultMarked;
+      }
+      if (in.op == Opcode::kReturn && in.args.size() == 1) flags |= FunctionShape::kReturns;
       s.flags.push_back(flags);
       unsigned na = num_accesses(in);
       s.accessed.push_back(static_cast<std::uint8_t>((1u << na) - 1));
@@ -108,8 +112,11 @@ Status verify_shape(const FunctionShape& s) {
       if (s.site[i] == kNoSite) return invalid_shape(fmt::format("instruction {} accesses an object without a site", i));
       sites.push_back(s.site[i]);
     }
-    if (s.allocates(i) && s.dst[i] == kNoReg) {
-      return invalid_shape(fmt::format("instruction {} allocates but defines no register", i));
+    if ((s.allocates(i) || s.result_marked(i)) && s.dst[i] == kNoReg) {
+      return invalid_shape(fmt::format("instruction {} allocates or returns a marked object but defines no register", i));
+    }
+    if (s.returns_value(i) && nops != 1) {
+      return invalid_shape(fmt::format("instruction {} returns a value but has {} operands", i, nops));
     }
     if (s.is_copy(i) && (nops != 1 || s.dst[i] == kNoReg)) {
       return invalid_shape(fmt::format("instruction {} is a copy but does not define one register from one operand", i));

@@ -2,6 +2,8 @@
 // jvm_program.h for the rules).
 #include "objprof/ir/jvm_program.h"
 
+#include "objprof/ir/elim.h"
+
 #include <algorithm>
 
 namespace objprof::ir {
@@ -241,6 +243,36 @@ GcSummaryStats JvmProgram::apply_gc_summaries() {
     }
   }
   return stats;
+}
+
+std::size_t JvmProgram::apply_return_summaries(const ElimOptions& options, int max_rounds) {
+  std::size_t marked = 0;
+  std::vector<std::uint8_t> returns(functions_.size(), 0);
+  for (int round = 0; round < max_rounds; ++round) {
+    for (std::size_t g = 0; g < functions_.size(); ++g) {
+      if (returns[g]) continue;  // facts only grow: once proved, it stays proved
+      auto r = run_elim(*functions_[g], options);
+      returns[g] = r.ok() && r->returns_marked ? 1 : 0;
+    }
+    bool changed = false;
+    for (Function* f : functions_) {
+      for (Block& b : f->blocks) {
+        for (Instr& in : b.instrs) {
+          if (!is_call(in) || in.dst == kNoReg || in.result_marked) continue;
+          const Target* t = resolve(in);
+          if (t == nullptr) continue;
+          bool all = true;
+          for (std::uint32_t g : t->functions) all &= returns[g] != 0;
+          if (!all) continue;
+          in.result_marked = true;
+          ++marked;
+          changed = true;
+        }
+      }
+    }
+    if (!changed) break;
+  }
+  return marked;
 }
 
 bool JvmProgram::may_gc(const Function& f) const {

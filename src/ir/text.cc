@@ -564,10 +564,12 @@ class Parser {
       in->op = Opcode::kArrayLength;
       in->args.resize(1);
       if (!parse_reg(&in->args[0])) return false;
-    } else if (op == "invoke" || op == "invoke.nogc" || op == "call" || op == "call.nogc") {
+    } else if (op == "invoke" || op == "invoke.nogc" || op == "call" || op == "call.nogc" || op == "invoke.marked" ||
+               op == "invoke.nogc.marked" || op == "call.marked" || op == "call.nogc.marked") {
       bool virt = op.substr(0, 6) == "invoke";
       in->op = virt ? Opcode::kInvoke : Opcode::kCallStatic;
       in->may_gc = op.find(".nogc") == std::string_view::npos;
+      in->result_marked = op.find(".marked") != std::string_view::npos;
       dst_rule = Dst::kOptional;
       if (!expect_ident("a callee name", &in->name)) return false;
       if (!parse_call_args(in, virt)) return false;
@@ -711,7 +713,8 @@ std::string print_instr(const Function& f, const Instr& in) {
     case Opcode::kArrayLength: s += "alen "; regs(0); break;
     case Opcode::kInvoke:
     case Opcode::kCallStatic:
-      fmt::format_to(out, "{}{} {}(", in.op == Opcode::kInvoke ? "invoke" : "call", in.may_gc ? "" : ".nogc", in.name);
+      fmt::format_to(out, "{}{}{} {}(", in.op == Opcode::kInvoke ? "invoke" : "call", in.may_gc ? "" : ".nogc",
+                     in.result_marked ? ".marked" : "", in.name);
       regs(0);
       s += ")";
       break;

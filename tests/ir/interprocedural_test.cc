@@ -224,6 +224,58 @@ TEST_CASE("checker: a call summarized as no-GC whose callee allocates is caught 
   CHECK(check_function(caller2, r2, o2).ok());
 }
 
+const char* const kReturns = R"(
+type Node { next: ref, value: int }
+func fresh() regs 1 {
+entry:
+  v0 = new Node
+  ret v0
+}
+func loaded(v0) regs 2 {
+entry:
+  v1 = getfield v0, Node.next #1
+  ret v1
+}
+func caller() regs 3 {
+entry:
+  v1 = call.marked fresh()
+  v2 = getfield v1, Node.value #1
+  ret v2
+}
+)";
+
+TEST_CASE("return summaries: a call marked `.marked` returns an available object, and a false claim fails at the return",
+          "[ir][interproc]") {
+  Module m = test::parse_or_die(kReturns, "returns.ir");
+  REQUIRE(print_module(m).find("call.marked fresh()") != std::string::npos);
+  auto back = parse_module(print_module(m), "printed.ir");
+  REQUIRE(back.ok());
+  CHECK(*back == m);
+
+  ElimResult fresh = run_global(m.functions[0], true, false);
+  CHECK(fresh.returns_marked);  // the allocator marked what it returns
+  CHECK_FALSE(run_global(m.functions[0], false, false).returns_marked);
+  ElimResult loaded = run_global(m.functions[1], true, false);
+  CHECK_FALSE(loaded.returns_marked);  // a loaded reference was never accessed
+
+  ElimResult caller = run_global(m.functions[2], true, false);
+  REQUIRE(caller.accesses.size() == 1);
+  CHECK_FALSE(caller.accesses[0].kept);
+  CHECK(caller.accesses[0].reason == Reason::kReturnedMarked);
+  CHECK(check_function(m.functions[2], caller, check_options_for(caller, 100, 9)).ok());
+
+  // The checker holds each function to its claim: fresh keeps it, loaded does not.
+  CheckOptions o = check_options_for(fresh, 100, 9);
+  CHECK(o.verify_returns);
+  CHECK(check_function(m.functions[0], fresh, o).ok());
+  ElimResult lie = loaded;
+  lie.returns_marked = true;
+  CheckReport report = check_function(m.functions[1], lie, check_options_for(lie, 100, 9));
+  REQUIRE_FALSE(report.ok());
+  CHECK(report.violation->site == kNoSite);
+  CHECK(format_violation(m.functions[1], *report.violation).rfind("return (block entry, v1)", 0) == 0);
+}
+
 // ---- JvmProgram on javac-compiled classes -------------------------------------------------
 
 const char* const kHierarchy = R"(
@@ -245,6 +297,8 @@ public class Calls {
   static int viaI1(I1 i, C c) { int x = c.w; x += i.f(); return x + c.w; }
   static int outside(C c) { int x = c.w; x += (int) System.nanoTime(); return x + c.w; }
   static int loops(C c, int n) { int s = 0; for (int i = 0; i < n; i++) s += c.w; return s; }
+  static class M { int z; static M make() { return new M(); } }
+  static int viaMake() { return M.make().z; }
 }
 )";
 
@@ -373,6 +427,27 @@ TEST_CASE("JvmProgram: class-hierarchy summaries mark exactly the calls that can
     CheckReport report = check_function(*caller, *r, co);
     if (!report.ok()) FAIL(format_violation(*caller, *report.violation));
   }
+  // Return summaries: M.make returns the object it allocated (its constructor cannot GC), so
+  // the field access on its result needs no barrier; the checker verifies make's returns.
+  ElimOptions marks = eo;
+  marks.allocation_marks = true;
+  marks.receiver_marked = true;
+  CHECK(program.apply_return_summaries(marks) > 0);
+  const Instr* make_call = find_call(*fn("Calls.viaMake"), "Calls$M.make");
+  REQUIRE(make_call != nullptr);
+  CHECK(make_call->result_marked);
+  auto via_make = run_elim(*fn("Calls.viaMake"), marks);
+  REQUIRE(via_make.ok());
+  REQUIRE(via_make->accesses.size() == 1);
+  CHECK(via_make->accesses[0].reason == Reason::kReturnedMarked);
+  auto make = run_elim(*fn("Calls$M.make"), marks);
+  REQUIRE(make.ok());
+  CHECK(make->returns_marked);
+  CheckOptions make_check = check_options_for(*make, 100, 5);
+  make_check.calls = &program;
+  CHECK(check_function(*fn("Calls$M.make"), *make, make_check).ok());
+  CHECK_FALSE(find_call(*fn("Calls.viaA"), "Calls$A.leaf")->result_marked);  // returns an int
+
   // A loop without GC points keeps one barrier for the loop-invariant object.
   auto loops = run_elim(*fn("Calls.loops"), eo);
   REQUIRE(loops.ok());

@@ -29,6 +29,8 @@ FunctionShape describe_with_builder(const Function& f) {
       if (may_gc(in)) flags |= FunctionShape::kMayGc;
       if (in.op == Opcode::kMove) flags |= FunctionShape::kCopy;
       if (in.op == Opcode::kNew || in.op == Opcode::kNewArray) flags |= FunctionShape::kAllocates;
+      if (in.result_marked && in.dst != kNoReg) flags |= FunctionShape::kResultMarked;
+      if (in.op == Opcode::kReturn && in.args.size() == 1) flags |= FunctionShape::kReturns;
       std::vector<Reg> uses(in.args.begin(), in.args.end());
       auto accessed = static_cast<std::uint8_t>((1u << num_accesses(in)) - 1);
       b.add_instr(in.dst, uses, accessed, flags, accessed != 0 ? in.site : kNoSite);
@@ -224,7 +226,7 @@ TEST_CASE("FunctionShape: malformed descriptions are refused with a reason", "[i
     FunctionShapeBuilder b(2);
     b.begin_block();
     b.add_instr(kNoReg, {}, 0, Flag::kAllocates | Flag::kMayGc);
-    CHECK_THAT(error_of(std::move(b)), Catch::Contains("allocates but defines no register"));
+    CHECK_THAT(error_of(std::move(b)), Catch::Contains("allocates or returns a marked object but defines no register"));
   }
   {
     FunctionShapeBuilder b(2);

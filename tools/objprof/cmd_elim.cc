@@ -156,9 +156,11 @@ int run_elim_command(const ElimArgs& args) {
   // the calls that cannot reach a GC point; the checker then runs the real callees.
   std::optional<ir::JvmProgram> program;
   std::optional<ir::GcSummaryStats> summary_stats;
+  std::size_t calls_marked = 0;
   if (summaries) {
     program.emplace(std::move(classes));
     summary_stats = program->apply_gc_summaries();
+    if (options.pass == ir::PassKind::kGlobal) calls_marked = program->apply_return_summaries(options);
     for (std::size_t c = 0; c < reported_classes; ++c) inputs.emplace_back(class_labels[c], &program->classes()[c].module);
   } else {
     for (std::size_t c = 0; c < reported_classes; ++c) inputs.emplace_back(class_labels[c], &classes[c].module);
@@ -244,14 +246,16 @@ int run_elim_command(const ElimArgs& args) {
                           {"functions_no_gc", summary_stats->functions_no_gc},
                           {"calls", summary_stats->calls},
                           {"calls_resolved", summary_stats->calls_resolved},
-                          {"calls_no_gc", summary_stats->calls_no_gc}};
+                          {"calls_no_gc", summary_stats->calls_no_gc},
+                          {"calls_returning_marked", calls_marked}};
     }
     std::cout << out.dump(2) << "\n";
   } else {
     if (summary_stats) {
-      std::cout << fmt::format("summaries: {} of {} functions cannot GC; {} of {} calls resolved, {} cannot GC\n",
-                               summary_stats->functions_no_gc, summary_stats->functions, summary_stats->calls_resolved,
-                               summary_stats->calls, summary_stats->calls_no_gc);
+      std::cout << fmt::format(
+          "summaries: {} of {} functions cannot GC; {} of {} calls resolved, {} cannot GC, {} return marked objects\n",
+          summary_stats->functions_no_gc, summary_stats->functions, summary_stats->calls_resolved, summary_stats->calls,
+          summary_stats->calls_no_gc, calls_marked);
     }
     std::cout << fmt::format("total ({} pass, {} safepoints): {} functions, {} accesses, {} kept, {} removed ({:.1f}%)", args.pass,
                              args.safepoints, totals.functions, totals.accesses, totals.kept, totals.removed,

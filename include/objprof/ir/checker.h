@@ -43,6 +43,10 @@ struct CheckOptions {
   // objects; the receiver is marked on entry (the caller's invoke accessed it).
   bool allocation_marks = false;
   bool receiver_marked = false;
+  // The decisions claim the function returns marked objects (ElimResult::returns_marked): each
+  // return of an object must find it marked, or that is a violation (site kNoSite). Calls
+  // written `.marked` mark the object they return (their callees were checked this way).
+  bool verify_returns = false;
   // With a resolver, a call whose callees it knows runs them along a random path (GCs at their
   // GC points, nested calls in turn, up to `call_depth` deep and `callee_budget` instructions
   // per call in the function checked) whatever its `.nogc` flag says; other calls follow
@@ -61,7 +65,7 @@ struct Violation {
   BlockId block;
   std::uint32_t instr;
   unsigned operand;
-  SiteId site;
+  SiteId site;  // kNoSite: a return whose object should have been marked (verify_returns)
   Reg reg;
   std::uint64_t object;
   std::uint64_t epoch;

@@ -72,7 +72,8 @@ enum class Reason : std::uint8_t {
   kAvailableAllPaths, // removed: the value is accessed on every path since its definition and
                       // the last GC (global pass; `because` is set when one site covers all paths)
   kAllocated,         // removed: allocated after the last GC, and the allocator marked it
-  kReceiver           // removed: the receiver, which the caller's invoke accessed, before any GC
+  kReceiver,          // removed: the receiver, which the caller's invoke accessed, before any GC
+  kReturnedMarked     // removed: returned by a call whose callees return marked objects
 };
 std::string_view reason_name(Reason reason);
 
@@ -92,6 +93,10 @@ struct ElimResult {
   SafepointMode safepoints = SafepointMode::kExact;
   bool allocation_marks = false;  // the assumptions the decisions rely on (ElimOptions)
   bool receiver_marked = false;
+  // Global pass: the function returns a value and, at every reachable return, that value is
+  // marked in the current epoch. Callers may then mark their calls `.marked` (JvmProgram does);
+  // the checker verifies it at each return when it is set.
+  bool returns_marked = false;
   std::vector<AccessDecision> accesses;  // in block, instruction, operand order
   std::vector<std::uint32_t> block_first;  // per block (+1 sentinel): first index in accesses
 

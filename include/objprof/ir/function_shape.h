@@ -30,6 +30,9 @@ struct FunctionShape {
     kMayGc = 1,  // a GC may run while the instruction executes (after its accesses)
     kCopy = 2,   // `dst = uses[0]`: the defined register holds the same object
     kAllocates = 4,  // `dst` receives a freshly allocated object (after any GC the instruction runs)
+    kResultMarked = 8,  // `dst` receives an object already marked in the current epoch (a call
+                        // whose callees are known to return one)
+    kReturns = 16,      // returns uses[0] to the caller
   };
   // Accessed operands are uses[0..kMaxAccessedOperand] of an instruction (a bit mask).
   static constexpr unsigned kMaxAccessedOperand = 7;
@@ -55,6 +58,8 @@ struct FunctionShape {
   bool may_gc(InstrId i) const { return (flags[i] & kMayGc) != 0; }
   bool is_copy(InstrId i) const { return (flags[i] & kCopy) != 0; }
   bool allocates(InstrId i) const { return (flags[i] & kAllocates) != 0; }
+  bool result_marked(InstrId i) const { return (flags[i] & kResultMarked) != 0; }
+  bool returns_value(InstrId i) const { return (flags[i] & kReturns) != 0; }
   // Bytes held by the arrays (for memory-per-instruction reports).
   std::size_t memory_bytes() const;
 };

@@ -55,13 +55,13 @@ enum class Opcode : std::uint8_t {
   kArrayGet,     // vD = aget vArr, vIdx #S
   kArrayPut,     // aput vArr, vIdx, vVal #S
   kArrayLength,  // vD = alen vArr #S
-  kInvoke,       // [vD =] invoke[.nogc] name(vRecv, args...) #S  (receiver accessed)
+  kInvoke,       // [vD =] invoke[.nogc][.marked] name(vRecv, args...) #S  (receiver accessed)
   kMonitorEnter, // monitorenter vObj #S
   kMonitorExit,  // monitorexit vObj #S
   kRefEqual,     // vD = refeq vA, vB #S                          (both operands accessed)
   // (kGetField..kRefEqual must stay contiguous: is_access() tests the range.)
   // Calls without a receiver and explicit GC points.
-  kCallStatic,   // [vD =] call[.nogc] name(args...)
+  kCallStatic,   // [vD =] call[.nogc][.marked] name(args...)
   kSafepoint,    // safepoint
   // Terminators.
   kGoto,         // goto L
@@ -140,6 +140,9 @@ struct Instr {
   Opcode op = Opcode::kSafepoint;
   std::uint8_t subop = 0;        // BinaryOp / CompareOp
   bool may_gc = true;            // kInvoke / kCallStatic: false when written `.nogc`
+  // kInvoke / kCallStatic, written `.marked`: every callee returns an object that is marked in
+  // the epoch the call returns in (a summary the callees' decisions prove; see elim.h).
+  bool result_marked = false;
   Reg dst = kNoReg;              // defined register, or kNoReg
   RegList args;                  // used registers
   std::vector<BlockId> targets;  // terminator successors, in order

@@ -38,6 +38,8 @@ struct GcSummaryStats {
   std::size_t calls_no_gc = 0;      // resolved, and no callee may GC: now `.nogc`
 };
 
+struct ElimOptions;
+
 class JvmProgram final : public CallResolver {
  public:
   explicit JvmProgram(std::vector<ClassImport> classes);
@@ -49,6 +51,13 @@ class JvmProgram final : public CallResolver {
   GcSummaryStats apply_gc_summaries();
   // After apply_gc_summaries(): may the function (one of this program's) reach a GC point?
   bool may_gc(const Function& f) const;
+
+  // Return summaries: runs the global pass (with `options`) over every function, and marks
+  // `.marked` each call with a result whose callees all return marked objects
+  // (ElimResult::returns_marked), round after round until nothing changes (at most
+  // `max_rounds`). Each round only adds facts the previous rounds proved. Returns the calls
+  // marked. The checker verifies each such callee's returns (CheckOptions::verify_returns).
+  std::size_t apply_return_summaries(const ElimOptions& options, int max_rounds = 8);
 
  private:
   struct Target {
