@@ -666,6 +666,7 @@ class MethodTranslator {
       if (args.size() > kMaxInvokeArgs) return "too many call arguments";
       Instr i = mk(has_recv ? Opcode::kInvoke : Opcode::kCallStatic, ret > 0 ? st(base) : kNoReg, std::move(args));
       i.name = fmt::format("{}.{}", owner, name);
+      i.type = desc;  // moved to ClassImport::call_descriptors once the method is complete
       emit(i);
       return {};
     }
@@ -824,8 +825,19 @@ Result<ClassImport> import_class(std::string_view bytes) {
       if (!clash) break;
       f.name = fmt::format("{}.{}-{}", this_class, name, ++dup);
     }
+    // Calls keep their descriptor beside the IR (which names a call by owner and method only).
+    std::vector<CallDescriptor> descriptors;
+    for (BlockId b = 0; b < f.blocks.size(); ++b) {
+      for (std::uint32_t k = 0; k < f.blocks[b].instrs.size(); ++k) {
+        Instr& in = f.blocks[b].instrs[k];
+        if ((in.op != Opcode::kInvoke && in.op != Opcode::kCallStatic) || in.type.empty()) continue;
+        descriptors.push_back({b, k, std::move(in.type)});
+        in.type.clear();
+      }
+    }
     info.function = static_cast<std::int32_t>(out.module.functions.size());
     out.module.functions.push_back(std::move(f));
+    out.call_descriptors.push_back(std::move(descriptors));
   }
   if (!r.ok()) return corrupt("truncated methods");
   return out;

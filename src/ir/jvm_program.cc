@@ -13,10 +13,10 @@ constexpr std::uint16_t kAccPrivate = 0x0002;
 constexpr std::uint16_t kAccNative = 0x0100;
 constexpr std::uint16_t kAccInterface = 0x0200;
 constexpr std::uint16_t kAccAbstract = 0x0400;
+const std::string kAnyDescriptor;  // a call without a recorded descriptor matches every overload
 
 bool is_call(const Instr& in) { return in.op == Opcode::kInvoke || in.op == Opcode::kCallStatic; }
 
-std::string key_of(const Instr& call) { return (call.op == Opcode::kInvoke ? "i:" : "s:") + call.name; }
 
 // "Owner.method": owners are internal class names, which the IR spells without dots.
 bool split_call(const std::string& name, std::string* owner, std::string* method) {
@@ -33,6 +33,13 @@ bool allocates_or_polls(const Instr& in) {
 
 }  // namespace
 
+std::string JvmProgram::key_of(const Instr& call) const {
+  std::string key = (call.op == Opcode::kInvoke ? "i:" : "s:") + call.name;
+  auto it = descriptor_of_.find(&call);
+  if (it != descriptor_of_.end()) key += "|" + *it->second;
+  return key;
+}
+
 JvmProgram::JvmProgram(std::vector<ClassImport> classes) : classes_(std::move(classes)) {
   for (std::uint32_t c = 0; c < classes_.size(); ++c) class_index_.emplace(classes_[c].info.name, c);
   subtypes_.resize(classes_.size());
@@ -47,9 +54,16 @@ JvmProgram::JvmProgram(std::vector<ClassImport> classes) : classes_(std::move(cl
   }
   for (std::uint32_t c = 0; c < classes_.size(); ++c) {
     function_base_.push_back(static_cast<std::uint32_t>(functions_.size()));
-    for (Function& f : classes_[c].module.functions) {
+    ClassImport& ci = classes_[c];
+    for (std::size_t j = 0; j < ci.module.functions.size(); ++j) {
+      Function& f = ci.module.functions[j];
       function_number_.emplace(&f, static_cast<std::uint32_t>(functions_.size()));
       functions_.push_back(&f);
+      if (j >= ci.call_descriptors.size()) continue;
+      for (const CallDescriptor& d : ci.call_descriptors[j]) {
+        if (d.block < f.blocks.size() && d.instr < f.blocks[d.block].instrs.size())
+          descriptor_of_.emplace(&f.blocks[d.block].instrs[d.instr], &d.descriptor);
+      }
     }
   }
   for (Function* f : functions_) {
@@ -60,16 +74,21 @@ JvmProgram::JvmProgram(std::vector<ClassImport> classes) : classes_(std::move(cl
         if (targets_.count(key) != 0) continue;
         std::string owner, method;
         Target t;
-        if (split_call(in.name, &owner, &method)) t = resolve_name(owner, method, in.op == Opcode::kCallStatic, in.op == Opcode::kInvoke);
+        auto d = descriptor_of_.find(&in);
+        const std::string& desc = d != descriptor_of_.end() ? *d->second : kAnyDescriptor;
+        if (split_call(in.name, &owner, &method)) {
+          t = resolve_name(owner, method, desc, in.op == Opcode::kCallStatic, in.op == Opcode::kInvoke);
+        }
         targets_.emplace(std::move(key), std::move(t));
       }
     }
   }
 }
 
-bool JvmProgram::add_declared(std::uint32_t cls, const std::string& method, std::vector<std::uint32_t>* out) const {
+bool JvmProgram::add_declared(std::uint32_t cls, const std::string& method, const std::string& desc,
+                              std::vector<std::uint32_t>* out) const {
   for (const JvmMethod& m : classes_[cls].info.methods) {
-    if (m.name != method) continue;
+    if (m.name != method || (!desc.empty() && m.descriptor != desc)) continue;
     if (m.function >= 0) {
       out->push_back(function_base_[cls] + static_cast<std::uint32_t>(m.function));
     } else if ((m.access & kAccAbstract) == 0 || (m.access & kAccNative) != 0) {
@@ -79,23 +98,24 @@ bool JvmProgram::add_declared(std::uint32_t cls, const std::string& method, std:
   return true;
 }
 
-bool JvmProgram::collect_interface(std::uint32_t iface, const std::string& method, std::vector<std::uint32_t>* out) const {
-  if (!add_declared(iface, method, out)) return false;
+bool JvmProgram::collect_interface(std::uint32_t iface, const std::string& method, const std::string& desc,
+                                   std::vector<std::uint32_t>* out) const {
+  if (!add_declared(iface, method, desc, out)) return false;
   for (const std::string& parent : classes_[iface].info.interfaces) {
     auto it = class_index_.find(parent);
-    if (it == class_index_.end() || !collect_interface(it->second, method, out)) return false;
+    if (it == class_index_.end() || !collect_interface(it->second, method, desc, out)) return false;
   }
   return true;
 }
 
-bool JvmProgram::collect_chain(std::uint32_t cls, const std::string& method, bool with_interfaces,
-                               std::vector<std::uint32_t>* out) const {
+bool JvmProgram::collect_chain(std::uint32_t cls, const std::string& method, const std::string& desc,
+                               bool with_interfaces, std::vector<std::uint32_t>* out) const {
   for (std::uint32_t c = cls;;) {
-    if (!add_declared(c, method, out)) return false;
+    if (!add_declared(c, method, desc, out)) return false;
     if (with_interfaces) {
       for (const std::string& i : classes_[c].info.interfaces) {
         auto it = class_index_.find(i);
-        if (it == class_index_.end() || !collect_interface(it->second, method, out)) return false;
+        if (it == class_index_.end() || !collect_interface(it->second, method, desc, out)) return false;
       }
     }
     const std::string& super = classes_[c].info.super;
@@ -106,28 +126,28 @@ bool JvmProgram::collect_chain(std::uint32_t cls, const std::string& method, boo
   }
 }
 
-JvmProgram::Target JvmProgram::resolve_name(const std::string& owner, const std::string& method, bool is_static,
-                                             bool is_invoke) const {
+JvmProgram::Target JvmProgram::resolve_name(const std::string& owner, const std::string& method,
+                                             const std::string& desc, bool is_static, bool is_invoke) const {
   Target t;
   auto it = class_index_.find(owner);
   if (it == class_index_.end()) return t;
   const std::uint32_t cls = it->second;
   std::vector<std::uint32_t> fs;
   if (is_static) {
-    if (!collect_chain(cls, method, false, &fs)) return t;
+    if (!collect_chain(cls, method, desc, false, &fs)) return t;
   } else if (is_invoke) {
     bool exact = method == "<init>";
     if (!exact) {
       bool any = false, all_private = true;
       for (const JvmMethod& m : classes_[cls].info.methods) {
-        if (m.name != method) continue;
+        if (m.name != method || (!desc.empty() && m.descriptor != desc)) continue;
         any = true;
         all_private &= (m.access & kAccPrivate) != 0;
       }
       exact = any && all_private;
     }
     if (exact) {
-      if (!add_declared(cls, method, &fs)) return t;
+      if (!add_declared(cls, method, desc, &fs)) return t;
     } else {
       // Every class that can be the receiver: the owner and its subtypes with instances.
       std::vector<std::uint8_t> seen(classes_.size(), 0);
@@ -139,7 +159,7 @@ JvmProgram::Target JvmProgram::resolve_name(const std::string& owner, const std:
         stack.pop_back();
         if ((classes_[c].info.access & (kAccInterface | kAccAbstract)) == 0) {
           any_receiver = true;
-          if (!collect_chain(c, method, true, &fs)) return t;
+          if (!collect_chain(c, method, desc, true, &fs)) return t;
         }
         for (std::uint32_t s : subtypes_[c]) {
           if (!seen[s]) {
@@ -162,8 +182,20 @@ JvmProgram::Target JvmProgram::resolve_name(const std::string& owner, const std:
 }
 
 const JvmProgram::Target* JvmProgram::resolve(const Instr& call) const {
-  auto it = targets_.find(key_of(call));
-  return it == targets_.end() || !it->second.known ? nullptr : &it->second;
+  const std::string key = key_of(call);
+  auto it = targets_.find(key);
+  if (it != targets_.end()) return it->second.known ? &it->second : nullptr;
+  // A call that is not one of the program's own instructions (a copy, or code from elsewhere):
+  // resolved by name, every overload counting, once.
+  std::lock_guard<std::mutex> lock(other_mutex_);
+  auto [slot, fresh] = other_targets_.try_emplace(key);
+  if (fresh) {
+    std::string owner, method;
+    if (split_call(call.name, &owner, &method)) {
+      slot->second = resolve_name(owner, method, kAnyDescriptor, call.op == Opcode::kCallStatic, call.op == Opcode::kInvoke);
+    }
+  }
+  return slot->second.known ? &slot->second : nullptr;
 }
 
 bool JvmProgram::callees(const Instr& call, std::vector<const Function*>* out) const {

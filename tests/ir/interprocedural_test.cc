@@ -297,6 +297,8 @@ public class Calls {
   static int viaI1(I1 i, C c) { int x = c.w; x += i.f(); return x + c.w; }
   static int outside(C c) { int x = c.w; x += (int) System.nanoTime(); return x + c.w; }
   static int loops(C c, int n) { int s = 0; for (int i = 0; i < n; i++) s += c.w; return s; }
+  static class O { int p; int f(int x) { return p + x; } Object f(String s) { return new Object(); } }
+  static int viaO(O o) { int x = o.p; x += o.f(1); return x + o.p; }
   static class M { int z; static M make() { return new M(); } }
   static int viaMake() { return M.make().z; }
 }
@@ -371,6 +373,18 @@ TEST_CASE("JvmProgram: class-hierarchy summaries mark exactly the calls that can
   for (const ClassImport& c : classes) {
     if (c.info.name == "Calls$B") CHECK(c.info.super == "Calls$A");
     if (c.info.name == "Calls$I1") CHECK(c.info.interfaces == std::vector<std::string>{"Calls$I"});
+    REQUIRE(c.call_descriptors.size() == c.module.functions.size());
+    if (c.info.name == "Calls") {
+      bool found = false;
+      for (std::size_t j = 0; j < c.module.functions.size(); ++j) {
+        for (const CallDescriptor& d : c.call_descriptors[j]) {
+          const Instr& in = c.module.functions[j].blocks[d.block].instrs[d.instr];
+          CHECK(in.type.empty());  // the descriptor lives beside the IR, not in it
+          if (in.name == "Calls$O.f") found = d.descriptor == "(I)I";
+        }
+      }
+      CHECK(found);
+    }
   }
   fs::remove_all(dir);
 
@@ -407,6 +421,7 @@ TEST_CASE("JvmProgram: class-hierarchy summaries mark exactly the calls that can
       {"Calls.viaI", "Calls$I.f", false},           // I2.f allocates
       {"Calls.viaI1", "Calls$I1.f", true},          // I1 has no subclass: only I1.f
       {"Calls.outside", "java/lang/System.nanoTime", false},  // not in the program
+      {"Calls.viaO", "Calls$O.f", true},            // f(I)I, not the allocating f(String)
   };
   ElimOptions eo;
   eo.self_check = true;

@@ -41,10 +41,20 @@ struct JvmClass {
   std::vector<JvmMethod> methods;
 };
 
+// The method descriptor of one call instruction (block, index in the block).
+struct CallDescriptor {
+  BlockId block;
+  std::uint32_t instr;
+  std::string descriptor;  // e.g. "(Ljava/lang/Object;)Z"
+};
+
 struct ClassImport {
   Module module;                      // one Function per imported method ("Class.name" + index)
   std::vector<std::string> skipped;   // "Class.method(desc): reason"
   JvmClass info;                      // hierarchy and methods, for interprocedural summaries
+  // Per function of `module`: the descriptor of each call (the JVM selects methods by name and
+  // descriptor; the IR names a call by owner and name only).
+  std::vector<std::vector<CallDescriptor>> call_descriptors;
 };
 
 // Parses one class file. Errors (kCorrupt) only when the class file itself is malformed.

@@ -1,8 +1,9 @@
 // Imported JVM classes seen as one program: its class hierarchy resolves calls, and may-GC
 // summaries over the call graph let calls that cannot reach a GC point keep availability.
 //
-// Resolution (class-hierarchy analysis over the classes given, by method name; all overloads
-// of the name count, which can only add callees):
+// Resolution (class-hierarchy analysis over the classes given, by method name and descriptor,
+// as the JVM selects methods; a call without a recorded descriptor (ClassImport::
+// call_descriptors) matches every overload of its name, which can only add callees):
 //  - invokestatic Owner.m: every `m` declared by Owner and its superclasses;
 //  - invokespecial of a constructor, or of a method Owner declares only as private: Owner's `m`;
 //  - any other invoke: for Owner and every subtype of it in the program that can have
@@ -17,13 +18,14 @@
 // Summaries (the least fixed point): a function may GC when it allocates, has a safepoint or
 // an unknown call that may GC (`jvm.caught`, a handler's entry, is one), or makes a call with a
 // callee that may GC. Recursion without such points does not GC.
-// Not thread-safe while apply_gc_summaries() runs; callees() is const and may run concurrently.
+// Not thread-safe while apply_*_summaries() run; callees() is const and may run concurrently.
 #pragma once
 
 #include "objprof/ir/call_resolver.h"
 #include "objprof/ir/jvm_import.h"
 
 #include <cstddef>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -65,10 +67,16 @@ class JvmProgram final : public CallResolver {
     std::vector<std::uint32_t> functions;  // global function numbers
   };
   const Target* resolve(const Instr& call) const;
-  Target resolve_name(const std::string& owner, const std::string& method, bool is_static, bool is_invoke) const;
-  bool collect_chain(std::uint32_t cls, const std::string& method, bool with_interfaces, std::vector<std::uint32_t>* out) const;
-  bool collect_interface(std::uint32_t iface, const std::string& method, std::vector<std::uint32_t>* out) const;
-  bool add_declared(std::uint32_t cls, const std::string& method, std::vector<std::uint32_t>* out) const;
+  std::string key_of(const Instr& call) const;
+  // `desc` empty: every overload of `method`.
+  Target resolve_name(const std::string& owner, const std::string& method, const std::string& desc, bool is_static,
+                      bool is_invoke) const;
+  bool collect_chain(std::uint32_t cls, const std::string& method, const std::string& desc, bool with_interfaces,
+                     std::vector<std::uint32_t>* out) const;
+  bool collect_interface(std::uint32_t iface, const std::string& method, const std::string& desc,
+                         std::vector<std::uint32_t>* out) const;
+  bool add_declared(std::uint32_t cls, const std::string& method, const std::string& desc,
+                    std::vector<std::uint32_t>* out) const;
 
   std::vector<ClassImport> classes_;
   std::unordered_map<std::string, std::uint32_t> class_index_;
@@ -76,9 +84,13 @@ class JvmProgram final : public CallResolver {
   std::vector<std::uint32_t> function_base_;             // per class: its first global function number
   std::vector<Function*> functions_;                     // by global number
   std::unordered_map<const Function*, std::uint32_t> function_number_;
+  std::unordered_map<const Instr*, const std::string*> descriptor_of_;  // calls with a known descriptor
   // Keyed by (static or invoke) + call name, resolved once for the whole program.
   std::unordered_map<std::string, Target> targets_;
   std::vector<std::uint8_t> may_gc_;                     // per global function, after summaries
+  // Calls from outside the program's own code, resolved on first use.
+  mutable std::mutex other_mutex_;
+  mutable std::unordered_map<std::string, Target> other_targets_;
 };
 
 }  // namespace objprof::ir
