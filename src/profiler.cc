@@ -314,10 +314,8 @@ bool Profiler::in_spaces(Address addr, std::uint64_t bytes) const noexcept {
 // marks, so the bit is set with a test-first fetch-or and none is lost.
 void Profiler::mark_allocation(Address addr) noexcept {
   for (const auto& bitmap : state_->bitmaps) {
-    const BarrierDescriptor& d = bitmap->descriptor();
-    const Address offset = addr - d.begin;
-    if (offset >= d.size) continue;
-    AccessBitmap::mark_granule<MarkMode::kAtomicTestFirst>(d.bitmap.load(std::memory_order_relaxed), offset >> d.log2_granule);
+    if (!bitmap->space().contains(addr)) continue;
+    bitmap->mark<MarkMode::kAtomicTestFirst>(addr);
     return;
   }
 }

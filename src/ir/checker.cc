@@ -267,14 +267,11 @@ class Machine {
       for (const Instr& in : block.instrs) {
         if (budget_ == 0) return;
         --budget_;
-        switch (in.op) {
-          case Opcode::kNew:
-          case Opcode::kNewArray:
-          case Opcode::kSafepoint: maybe_gc(gc_here); break;
-          case Opcode::kInvoke:
-          case Opcode::kCallStatic: call(in, depth + 1, gc_here); break;
-          case Opcode::kReturn: return;
-          default: break;
+        if (in.op == Opcode::kReturn) return;
+        if (in.op == Opcode::kInvoke || in.op == Opcode::kCallStatic) {
+          call(in, depth + 1, gc_here);
+        } else if (may_gc(in)) {  // an allocation or a safepoint
+          maybe_gc(gc_here);
         }
       }
       const auto& targets = block.instrs.back().targets;

@@ -27,10 +27,6 @@ bool split_call(const std::string& name, std::string* owner, std::string* method
   return true;
 }
 
-bool allocates_or_polls(const Instr& in) {
-  return in.op == Opcode::kNew || in.op == Opcode::kNewArray || in.op == Opcode::kSafepoint;
-}
-
 }  // namespace
 
 std::string JvmProgram::key_of(const Instr& call) const {
@@ -72,14 +68,8 @@ JvmProgram::JvmProgram(std::vector<ClassImport> classes) : classes_(std::move(cl
         if (!is_call(in)) continue;
         std::string key = key_of(in);
         if (targets_.count(key) != 0) continue;
-        std::string owner, method;
-        Target t;
         auto d = descriptor_of_.find(&in);
-        const std::string& desc = d != descriptor_of_.end() ? *d->second : kAnyDescriptor;
-        if (split_call(in.name, &owner, &method)) {
-          t = resolve_name(owner, method, desc, in.op == Opcode::kCallStatic, in.op == Opcode::kInvoke);
-        }
-        targets_.emplace(std::move(key), std::move(t));
+        targets_.emplace(std::move(key), resolve_call(in, d != descriptor_of_.end() ? *d->second : kAnyDescriptor));
       }
     }
   }
@@ -181,6 +171,12 @@ JvmProgram::Target JvmProgram::resolve_name(const std::string& owner, const std:
   return t;
 }
 
+JvmProgram::Target JvmProgram::resolve_call(const Instr& call, const std::string& desc) const {
+  std::string owner, method;
+  if (!split_call(call.name, &owner, &method)) return {};
+  return resolve_name(owner, method, desc, call.op == Opcode::kCallStatic, call.op == Opcode::kInvoke);
+}
+
 const JvmProgram::Target* JvmProgram::resolve(const Instr& call) const {
   const std::string key = key_of(call);
   auto it = targets_.find(key);
@@ -189,12 +185,7 @@ const JvmProgram::Target* JvmProgram::resolve(const Instr& call) const {
   // resolved by name, every overload counting, once.
   std::lock_guard<std::mutex> lock(other_mutex_);
   auto [slot, fresh] = other_targets_.try_emplace(key);
-  if (fresh) {
-    std::string owner, method;
-    if (split_call(call.name, &owner, &method)) {
-      slot->second = resolve_name(owner, method, kAnyDescriptor, call.op == Opcode::kCallStatic, call.op == Opcode::kInvoke);
-    }
-  }
+  if (fresh) slot->second = resolve_call(call, kAnyDescriptor);
   return slot->second.known ? &slot->second : nullptr;
 }
 
@@ -225,7 +216,7 @@ GcSummaryStats JvmProgram::apply_gc_summaries() {
     bool local = false;
     for (const Block& b : functions_[g]->blocks) {
       for (const Instr& in : b.instrs) {
-        if (allocates_or_polls(in)) local = true;
+        if (!is_call(in) && ir::may_gc(in)) local = true;  // an allocation or a safepoint
         if (!is_call(in)) continue;
         const Target* t = resolve(in);
         if (t == nullptr) {

@@ -68,6 +68,7 @@ class JvmProgram final : public CallResolver {
   };
   const Target* resolve(const Instr& call) const;
   std::string key_of(const Instr& call) const;
+  Target resolve_call(const Instr& call, const std::string& desc) const;
   // `desc` empty: every overload of `method`.
   Target resolve_name(const std::string& owner, const std::string& method, const std::string& desc, bool is_static,
                       bool is_invoke) const;
