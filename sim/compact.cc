@@ -3,7 +3,7 @@
 // stopped, in three passes over the marked space (Lisp-2 order, with the forwarding addresses
 // in a side table because an object's header words are all in use):
 // 1. plan: walk the space in address order; each live object's destination is the next free
-//    address below it, each dead one is reported with on_free;
+//    address below it, runs of dead ones are reported with on_free_range (FreeRuns);
 // 2. forward: every reference (roots, live objects of this space and of the large-object
 //    space) is rewritten to its target's destination, found by binary search in the plan;
 // 3. move: objects slide down in address order (a destination never lies above its source, so
@@ -13,6 +13,7 @@
 //    `from`).
 // What is left above the last live object is one bump region; the free lists are empty.
 #include "heap.h"
+#include "free_runs.h"
 
 #include <algorithm>
 #include <cstring>
@@ -23,25 +24,29 @@ void Heap::compact_marksweep(GcInfo& info) {
   compact_from_.clear();
   compact_to_.clear();
   Address free = ms_begin_;
+  FreeRuns deaths(profiler_, options_.free_ranges);
   for (Address a = ms_begin_; a < ms_bump_;) {
     const ObjHeader& h = header(a);
     if (h.type == kFreeCellType) {
+      deaths.gap(a, h.word);
       a += h.word;
       continue;
     }
     const std::uint64_t size = object_size(a);
     const std::uint64_t cell = cell_size(size);
     if (is_marked(a)) {
+      deaths.flush();
       compact_from_.push_back(a);
       compact_to_.push_back(free);
       free += cell;
     } else {
-      if (profiler_) profiler_->on_free(a);
+      deaths.dead(a, cell);
       ++info.freed_objects;
       info.freed_bytes += size;
     }
     a += cell;
   }
+  deaths.flush();
   auto forward = [&](std::uint64_t& slot) {
     if (slot < ms_begin_ || slot >= ms_bump_) return;  // null or a large object: never moves
     const auto it = std::lower_bound(compact_from_.begin(), compact_from_.end(), slot);

@@ -2,7 +2,7 @@
 // - The copying collector is Cheney's: roots are forwarded, then a scan pointer walks to-space.
 //   Large objects reached during the copy are marked and pushed on a stack, scanned in the
 //   same loop. After the copy the from-space is walked linearly (it is contiguous) and every
-//   object without a forwarding pointer is reported dead with on_free.
+//   object without a forwarding pointer is reported dead, adjacent ones as one on_free_range.
 // - The mark-sweep collector marks into a side bitmap (in parallel with oneTBB on large heaps:
 //   the mark bit is claimed with an atomic fetch_or, so each object is scanned exactly once,
 //   and the sweep that follows is sequential, keeping on_free in address order), then sweeps the walkable space: dead
@@ -17,6 +17,7 @@
 //   that reuses what it frees. Mutators running meanwhile touch only live objects, whose headers
 //   never change after allocation; the sweep writes only dead objects' and free cells' headers.
 #include "heap.h"
+#include "free_runs.h"
 
 #include <fmt/core.h>
 #include <tbb/parallel_for_each.h>
@@ -525,18 +526,21 @@ void Heap::collect_semispace(GcInfo& info) {
     }
   }
   // Deaths: walk the evacuated from-space.
+  FreeRuns deaths(profiler_, options_.free_ranges);
   for (Address a = from_begin_; a < bump_;) {
     const ObjHeader& h = header(a);
     if (h.flags & kForwarded) {
+      deaths.flush();
       a += object_size(h.word);
     } else {
       const std::uint64_t size = object_size(a);
-      if (profiler_) profiler_->on_free(a);
+      deaths.dead(a, size);
       ++info.freed_objects;
       info.freed_bytes += size;
       a += size;
     }
   }
+  deaths.flush();
   std::swap(from_begin_, to_begin_);
   std::swap(from_end_, to_end_);
   bump_ = free;

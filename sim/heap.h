@@ -113,6 +113,9 @@ struct HeapOptions {
   // has failed. Compaction is the exception: best fit keeps the space usable on the shipped
   // workloads (docs/sim.md).
   double compact_free_fraction = 0.25;
+  // Deaths go to the profiler as runs: adjacent dead objects as one on_free_range (sweeps, the
+  // semispace's from-space walk, compaction). false: one on_free per dead object.
+  bool free_ranges = true;
 };
 
 struct GcInfo {
@@ -296,6 +299,10 @@ class Heap {
   // sweeps at least `budget` bytes of it (or the rest) and returns true once it is done.
   void start_sweep();
   bool sweep_cells(std::uint64_t budget);
+  // The sweep loop, compiled once with death reports and once without (no profiler): the
+  // runs' bookkeeping then costs the unprofiled sweep nothing.
+  template <bool kReport>
+  bool sweep_cells_loop(std::uint64_t budget);
   // The mark-sweep space's allocation (sweep.cc): best fit among the listed gaps, else the
   // bump region; list_free lists a gap (writing its free-cell header).
   Address ms_allocate(std::uint64_t cell);

@@ -2,7 +2,8 @@
 // stop-the-world collector (one call covers the whole space) and the lazy one (a bounded step
 // per allocation, docs/sim.md):
 // - Dead objects become free cells (type 0, their cell size in word 1) as they are reported
-//   with on_free, so the space stays walkable at every step.
+//   (runs of them with one on_free_range, flushed before a step returns, since mutators may
+//   allocate in them after it), so the space stays walkable at every step.
 // - Runs of free cells are coalesced and put on the size-segregated free lists only when the
 //   run closes. A run still open at the end of a step stays open into the next step (so runs
 //   coalesce across steps), unless an allocation needs it now (list_open_run): a long dead
@@ -13,6 +14,7 @@
 //   bump-allocated past that point during a lazy sweep; then it is an ordinary free span.
 // The allocator is best fit, with the bump region last (ms_allocate says why).
 #include "heap.h"
+#include "free_runs.h"
 
 #include <algorithm>
 
@@ -46,22 +48,31 @@ bool Heap::list_open_run(std::uint64_t cell) {
 }
 
 bool Heap::sweep_cells(std::uint64_t budget) {
+  return profiler_ ? sweep_cells_loop<true>(budget) : sweep_cells_loop<false>(budget);
+}
+
+template <bool kReport>
+bool Heap::sweep_cells_loop(std::uint64_t budget) {
   const Address stop = budget >= sweep_end_ - sweep_cursor_ ? sweep_end_ : sweep_cursor_ + budget;
   Address a = sweep_cursor_;
+  // Reported before this step returns: mutators may allocate in the runs it frees.
+  FreeRuns deaths(profiler_, options_.free_ranges);
   while (a < stop) {
     ObjHeader& h = header(a);
     std::uint64_t cell;
     if (h.type == kFreeCellType) {
       cell = h.word;
+      if constexpr (kReport) deaths.gap(a, cell);
       if (sweep_run_ == 0) sweep_run_ = a;
     } else {
       const std::uint64_t size = object_size(a);
       cell = cell_size(size);
       if (is_marked(a)) {
+        if constexpr (kReport) deaths.flush();
         close_run(a);
         gc_.live_bytes_after += cell;
       } else {
-        if (profiler_) profiler_->on_free(a);
+        if constexpr (kReport) deaths.dead(a, cell);
         ++gc_.freed_objects;
         gc_.freed_bytes += size;
         h.type = kFreeCellType;
@@ -71,6 +82,7 @@ bool Heap::sweep_cells(std::uint64_t budget) {
     }
     a += cell;
   }
+  if constexpr (kReport) deaths.flush();
   sweep_cursor_ = a;  // may pass `stop` by the rest of the last cell
   if (sweep_cursor_ < sweep_end_) return false;
   if (sweep_run_ != 0) {

@@ -97,6 +97,8 @@ void HookChecker::move_range(Address from, Address to, std::uint64_t bytes) {
 
 void HookChecker::free(Address addr) { locals_.local().frees.push_back(addr); }
 
+void HookChecker::free_range(Address addr, std::uint64_t bytes) { locals_.local().free_ranges.push_back({addr, bytes}); }
+
 void HookChecker::gc_begin() {
   // The epoch's allocations (mutators are stopped), in address order.
   std::vector<Object> fresh;
@@ -147,8 +149,9 @@ void HookChecker::gc_end() {
   std::vector<MoveLog> moves;
   std::vector<RangeMoveLog> ranges;
   std::vector<Address> frees;
-  gather_collector_logs(locals_, moves, ranges, frees);
-  if (moves.empty() && ranges.empty() && frees.empty()) return;
+  std::vector<FreeRangeLog> free_ranges;
+  gather_collector_logs(locals_, moves, ranges, frees, free_ranges);
+  if (moves.empty() && ranges.empty() && frees.empty() && free_ranges.empty()) return;
   std::vector<Fate> fate(live_.size(), Fate::kStays);
   std::vector<Address> dest(live_.size(), 0);
   // Claims live object i for one event; false (reported) if an earlier event of this GC did.
@@ -173,6 +176,22 @@ void HookChecker::gc_end() {
     }
     claim(i, Fate::kFreed, 0, "on_free", a);
   }
+  // Calls fn(index) for every live object inside [from, from + bytes); one that the range cuts
+  // in two is reported against `hook` instead.
+  auto each_inside = [&](std::string_view hook, Address from, std::uint64_t bytes, auto&& fn) {
+    auto first = std::lower_bound(live_.begin(), live_.end(), from,
+                                  [](const Object& o, Address a) { return o.addr + o.size <= a; });
+    for (auto it = first; it != live_.end() && it->addr < from + bytes; ++it) {
+      if (it->addr < from || it->addr + it->size > from + bytes) {
+        report(hook, from,
+               fmt::format("range [{:#x}, +{}) cuts the live object [{:#x}, +{}) in two", from, bytes, it->addr, it->size));
+        continue;
+      }
+      fn(static_cast<std::size_t>(it - live_.begin()));
+    }
+  };
+  for (const FreeRangeLog& r : free_ranges)
+    each_inside("on_free_range", r.from, r.bytes, [&](std::size_t i) { claim(i, Fate::kFreed, 0, "on_free_range", r.from); });
   for (const MoveLog& m : moves) {
     const std::size_t i = find(m.from);
     if (i == npos) {
@@ -189,24 +208,16 @@ void HookChecker::gc_end() {
     claim(i, Fate::kMoved, m.to, "on_move", m.from);
   }
   for (const RangeMoveLog& r : ranges) {
-    auto first = std::lower_bound(live_.begin(), live_.end(), r.from,
-                                  [](const Object& o, Address a) { return o.addr + o.size <= a; });
-    for (auto it = first; it != live_.end() && it->addr < r.from + r.bytes; ++it) {
-      if (it->addr < r.from || it->addr + it->size > r.from + r.bytes) {
+    each_inside("on_move_range", r.from, r.bytes, [&](std::size_t i) {
+      const Object& o = live_[i];
+      const Address to = r.to + (o.addr - r.from);
+      if (!in_spaces(to, o.size)) {
         report("on_move_range", r.from,
-               fmt::format("range [{:#x}, +{}) cuts the live object [{:#x}, +{}) in two", r.from, r.bytes, it->addr,
-                           it->size));
-        continue;
+               fmt::format("moves the object {:#x} to [{:#x}, +{}), outside every registered space", o.addr, to, o.size));
+        return;
       }
-      const Address to = r.to + (it->addr - r.from);
-      if (!in_spaces(to, it->size)) {
-        report("on_move_range", r.from,
-               fmt::format("moves the object {:#x} to [{:#x}, +{}), outside every registered space", it->addr, to,
-                           it->size));
-        continue;
-      }
-      claim(static_cast<std::size_t>(it - live_.begin()), Fate::kMoved, to, "on_move_range", r.from);
-    }
+      claim(i, Fate::kMoved, to, "on_move_range", r.from);
+    });
   }
   // The heap after the GC: survivors in place (still sorted), moved objects at their targets.
   struct Placed {

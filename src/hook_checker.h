@@ -61,6 +61,7 @@ class HookChecker {
   void move(Address from, Address to);
   void move_range(Address from, Address to, std::uint64_t bytes);
   void free(Address addr);
+  void free_range(Address addr, std::uint64_t bytes);
   void gc_end();
 
   std::size_t live_objects() const noexcept { return live_.size(); }
@@ -75,6 +76,7 @@ class HookChecker {
     std::vector<MoveLog> moves;
     std::vector<RangeMoveLog> ranges;
     std::vector<Address> frees;
+    std::vector<FreeRangeLog> free_ranges;
     std::vector<Address> resizes;
     // Skips the owner lookup for repeated allocs with one ThreadState, until any detach (a
     // detached ThreadState is freed, and a new one may get its address).

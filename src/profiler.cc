@@ -50,7 +50,8 @@ struct CollectorLocal {
   std::vector<MoveLog> moves;
   std::vector<RangeMoveLog> ranges;
   std::vector<Address> frees;
-  std::uint64_t moves_seen = 0, frees_seen = 0;  // every event, for ProfilerStats
+  std::vector<FreeRangeLog> free_ranges;
+  std::uint64_t moves_seen = 0, frees_seen = 0, free_ranges_seen = 0;  // every event, for ProfilerStats
 };
 
 // What a tracked record's site_type names.
@@ -112,6 +113,7 @@ struct ProfilerState {
   std::vector<MoveLog> gc_moves;                               // scratch for gc_end
   std::vector<RangeMoveLog> gc_ranges;
   std::vector<Address> gc_frees;
+  std::vector<FreeRangeLog> gc_free_ranges;
   std::vector<PendingResize> gc_resizes;
   std::vector<PendingResize> orphaned_resizes;  // of detached threads, under threads_mutex
   // Under control_mutex: a GC bracket is open (mutator chunks are held), and the thread-end
@@ -121,7 +123,7 @@ struct ProfilerState {
   std::uint64_t full_gc_after = 0;  // one past the epoch of the latest non-minor GC; 0: none yet
   std::vector<std::uint32_t> deferred_thread_ends;
   std::atomic<std::uint64_t> objects_tracked{0};
-  std::uint64_t leaks_reported = 0, bits_harvested = 0, moves = 0, frees = 0;
+  std::uint64_t leaks_reported = 0, bits_harvested = 0, moves = 0, frees = 0, free_ranges = 0;
   std::vector<StaleObject> stale;  // scratch of the stale check
   std::unordered_map<std::uint64_t, Detection> detections;  // per (site, type) group
   std::uint64_t bytes_at_gc = 0;
@@ -760,6 +762,25 @@ void Profiler::on_free(Address addr) {
   if (state_->tracker.may_hold(addr)) local.frees.push_back(addr);
 }
 
+void Profiler::on_free_range(Address addr, std::uint64_t bytes) {
+  if (!in_gc_.load(std::memory_order_relaxed)) [[unlikely]] {
+    protocol_error("on_free_range", addr,
+                   fmt::format("{} bytes freed outside gc_begin/gc_end; the event is dropped", bytes));
+    return;
+  }
+  if (bytes == 0) return;
+  if (!in_spaces(addr, bytes)) [[unlikely]] {
+    protocol_error("on_free_range", addr,
+                   fmt::format("[{:#x}, +{}) does not lie inside one registered space; the event is dropped", addr, bytes));
+    return;
+  }
+  if (state_->checker) state_->checker->free_range(addr, bytes);
+  auto& local = collector_local(*state_);
+  if (EventBuffer* b = collector_buffer(*state_, local)) b->free_range(addr, bytes);
+  ++local.free_ranges_seen;
+  if (state_->tracker.may_hold_range(addr, bytes)) local.free_ranges.push_back({addr, bytes});
+}
+
 Status Profiler::gc_end() {
   if (!in_gc_.load()) return make_error(ErrorCode::kProtocol, fmt::format("gc_end in epoch {} without gc_begin", epoch()));
   ProfilerState& st = *state_;
@@ -768,17 +789,20 @@ Status Profiler::gc_end() {
   std::vector<internal::MoveLog>& moves = st.gc_moves;
   std::vector<internal::RangeMoveLog>& ranges = st.gc_ranges;
   std::vector<Address>& frees = st.gc_frees;
+  std::vector<internal::FreeRangeLog>& free_ranges = st.gc_free_ranges;
   moves.clear();
   ranges.clear();
   frees.clear();
-  internal::gather_collector_logs(st.collectors, moves, ranges, frees);
+  free_ranges.clear();
+  internal::gather_collector_logs(st.collectors, moves, ranges, frees, free_ranges);
   for (auto& local : st.collectors) {
     if (local.buffer) local.buffer->flush();
     st.moves += local.moves_seen;
     st.frees += local.frees_seen;
-    local.moves_seen = local.frees_seen = 0;
+    st.free_ranges += local.free_ranges_seen;
+    local.moves_seen = local.frees_seen = local.free_ranges_seen = 0;
   }
-  st.tracker.apply(moves, ranges, frees);
+  st.tracker.apply(moves, ranges, frees, free_ranges);
   if (st.checker) st.checker->gc_end();
 
   // This cycle proves its survivors reachable only if it examined the whole heap.
@@ -900,6 +924,7 @@ ProfilerStats Profiler::stats() const {
   s.path_searches = st.paths.searches();
   s.moves = st.moves;
   s.frees = st.frees;
+  s.free_ranges = st.free_ranges;
   if (st.writer) {
     s.trace_bytes = st.writer->bytes_written();
     s.trace_chunks = st.writer->chunks_written();

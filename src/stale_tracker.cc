@@ -1,5 +1,7 @@
 #include "stale_tracker.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <bit>
 
@@ -21,6 +23,9 @@ void StaleTracker::set_spaces(std::vector<HeapSpace> spaces) {
   next_.assign(spaces_.size(), {});
   filter_.assign(spaces_.size(), {});
   filter_set_.assign(spaces_.size(), {});
+  for (FreedBits& b : freed_)
+    if (b.words) munmap(b.words, b.bytes);
+  freed_.assign(spaces_.size(), {});
   region_shift_.assign(spaces_.size(), kMinRegionShift);
   for (std::size_t s = 0; s < spaces_.size(); ++s) {
     const std::uint64_t bytes = spaces_[s].size();
@@ -157,7 +162,7 @@ std::int64_t StaleTracker::locate(Address a, std::size_t& s) const noexcept {
 }
 
 StaleTracker::ApplyResult StaleTracker::apply(std::span<const MoveLog> moves, std::span<const RangeMoveLog> ranges,
-                                              std::span<const Address> frees) {
+                                              std::span<const Address> frees, std::span<const FreeRangeLog> free_ranges) {
   ApplyResult res;
   bool any = false;
   for (std::size_t s = 0; s < tables_.size(); ++s) {
@@ -174,6 +179,10 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const MoveLog> moves, st
       tables_[s][static_cast<std::size_t>(i)].site_type = kDead;
       ++res.freed;
     }
+  }
+  if (!free_ranges.empty()) {
+    for (std::size_t s = 0; s < tables_.size(); ++s)
+      if (!tables_[s].empty()) res.freed += kill_in_ranges(s, free_ranges);
   }
   bool moved_any = false;
   for (const MoveLog& m : moves) {
@@ -234,6 +243,88 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const MoveLog> moves, st
   }
   for (std::size_t s = 0; s < tables_.size(); ++s) std::swap(tables_[s], next_[s]);
   return res;
+}
+
+// The ranges become bits, one per granule (mapped on first use, the words set cleared after),
+// and each record tests the bit of its first granule: O(records + freed bytes / 512) and no
+// search, however many ranges a GC reports (a lazy sweep reports one per step).
+std::uint64_t StaleTracker::kill_in_ranges(std::size_t s, std::span<const FreeRangeLog> runs) {
+  const HeapSpace& space = spaces_[s];
+  const unsigned lg = space.log2_alignment();
+  const std::uint64_t granules = space.granule_count();
+  // Granules [g0, g1) start inside the run: g0 = ceil(off / G), g1 = ceil((off + bytes) / G).
+  auto span_of = [&](const FreeRangeLog& run, std::uint64_t& g0, std::uint64_t& g1) {
+    const Address off = run.from - space.begin();
+    const std::uint64_t end = std::min(off + run.bytes, space.size());
+    g0 = (off + (std::uint64_t{1} << lg) - 1) >> lg;
+    g1 = std::min((end + (std::uint64_t{1} << lg) - 1) >> lg, granules);
+    return g0 < g1;
+  };
+  FreedBits& bits = freed_[s];
+  if (!bits.words) {
+    bits.bytes = static_cast<std::size_t>((granules + 63) / 64 * 8);
+    void* p = mmap(nullptr, bits.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+      bits.bytes = 0;
+      return kill_in_ranges_by_search(s, runs);
+    }
+    bits.words = static_cast<std::uint64_t*>(p);
+  }
+  std::uint64_t* w = bits.words;
+  bool any = false;
+  for (const FreeRangeLog& run : runs) {
+    std::uint64_t g0 = 0, g1 = 0;
+    if (run.bytes == 0 || !space.contains(run.from) || !span_of(run, g0, g1)) continue;
+    any = true;
+    const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
+    const std::uint64_t head = ~std::uint64_t{0} << (g0 & 63), tail = ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
+    if (first == last) {
+      w[first] |= head & tail;
+      continue;
+    }
+    w[first] |= head;
+    for (std::uint64_t i = first + 1; i < last; ++i) w[i] = ~std::uint64_t{0};
+    w[last] |= tail;
+  }
+  if (!any) return 0;
+  std::uint64_t freed = 0;
+  for (TrackedRecord& r : tables_[s]) {
+    if (r.site_type == kDead || ((w[r.granule >> 6] >> (r.granule & 63)) & 1) == 0) continue;
+    r.site_type = kDead;
+    ++freed;
+  }
+  for (const FreeRangeLog& run : runs) {
+    std::uint64_t g0 = 0, g1 = 0;
+    if (run.bytes == 0 || !space.contains(run.from) || !span_of(run, g0, g1)) continue;
+    std::fill(w + (g0 >> 6), w + ((g1 - 1) >> 6) + 1, std::uint64_t{0});
+  }
+  return freed;
+}
+
+// Without the bits (they could not be mapped): each record looks its address up among the
+// runs sorted by start.
+std::uint64_t StaleTracker::kill_in_ranges_by_search(std::size_t s, std::span<const FreeRangeLog> free_ranges) {
+  std::vector<FreeRangeLog>& runs = free_scratch_;
+  runs.assign(free_ranges.begin(), free_ranges.end());
+  std::erase_if(runs, [](const FreeRangeLog& r) { return r.bytes == 0; });
+  std::sort(runs.begin(), runs.end(), [](const FreeRangeLog& a, const FreeRangeLog& b) { return a.from < b.from; });
+  std::uint64_t freed = 0;
+  for (TrackedRecord& r : tables_[s]) {
+    if (r.site_type == kDead) continue;
+    const Address a = spaces_[s].address_of(r.granule);
+    auto it = std::upper_bound(runs.begin(), runs.end(), a, [](Address x, const FreeRangeLog& m) { return x < m.from; });
+    if (it == runs.begin()) continue;
+    --it;
+    if (a - it->from >= it->bytes) continue;
+    r.site_type = kDead;
+    ++freed;
+  }
+  return freed;
+}
+
+StaleTracker::~StaleTracker() {
+  for (FreedBits& b : freed_)
+    if (b.words) munmap(b.words, b.bytes);
 }
 
 std::uint64_t StaleTracker::live() const noexcept {

@@ -12,6 +12,7 @@
 #include "objprof/heap_space.h"
 #include "objprof/thread_state.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -28,19 +29,23 @@ static_assert(sizeof(TrackedRecord) == 16, "the tracker promises 16 bytes per tr
 
 struct MoveLog { Address from, to; };
 struct RangeMoveLog { Address from, to; std::uint64_t bytes; };
+struct FreeRangeLog { Address from; std::uint64_t bytes; };
 
-// Appends the per-collector-thread logs (anything with moves, ranges and frees vectors of these
-// types) to one set of vectors and empties them, keeping their capacity for the next GC.
+// Appends the per-collector-thread logs (anything with moves, ranges, frees and free_ranges
+// vectors of these types) to one set of vectors and empties them, keeping their capacity for
+// the next GC.
 template <class Locals>
 void gather_collector_logs(Locals& locals, std::vector<MoveLog>& moves, std::vector<RangeMoveLog>& ranges,
-                           std::vector<Address>& frees) {
+                           std::vector<Address>& frees, std::vector<FreeRangeLog>& free_ranges) {
   for (auto& local : locals) {
     moves.insert(moves.end(), local.moves.begin(), local.moves.end());
     ranges.insert(ranges.end(), local.ranges.begin(), local.ranges.end());
     frees.insert(frees.end(), local.frees.begin(), local.frees.end());
+    free_ranges.insert(free_ranges.end(), local.free_ranges.begin(), local.free_ranges.end());
     local.moves.clear();
     local.ranges.clear();
     local.frees.clear();
+    local.free_ranges.clear();
   }
 }
 
@@ -49,6 +54,11 @@ class StaleTracker {
   static constexpr std::uint32_t kReported = 0x8000'0000u;
   static constexpr std::uint32_t kSizeMask = 0x7FFF'FFFFu;
   static constexpr std::uint32_t kDead = 0xFFFF'FFFFu;
+
+  StaleTracker() = default;
+  StaleTracker(const StaleTracker&) = delete;
+  StaleTracker& operator=(const StaleTracker&) = delete;
+  ~StaleTracker();
 
   void set_spaces(std::vector<HeapSpace> spaces);
   // Largest granule index a record can hold; spaces above it are rejected at add_space.
@@ -72,7 +82,7 @@ class StaleTracker {
   // objects to one place): the one added or moved there later is kept, and it is counted
   // as a conflict (at the GC that finds it).
   ApplyResult apply(std::span<const MoveLog> moves, std::span<const RangeMoveLog> ranges,
-                    std::span<const Address> frees);
+                    std::span<const Address> frees, std::span<const FreeRangeLog> free_ranges = {});
 
   // The region filter: one bit per region of each space (512 bytes, coarser for spaces over
   // 8 GiB so a filter stays at most 2 MiB), set where a record starts. Built at gc_begin, after
@@ -80,12 +90,27 @@ class StaleTracker {
   // reported at pre-GC addresses too, so an event whose region bit is clear concerns no record
   // and the collector hooks drop it with one bit test instead of logging it for apply().
   void build_filter();
+  // False only if no record starts in [a, a + bytes) (a range inside one space).
+  bool may_hold_range(Address a, std::uint64_t bytes) const noexcept {
+    if (filter_empty_ || bytes == 0) return false;
+    for (std::size_t s = 0; s < spaces_.size(); ++s) {
+      const Address off = a - spaces_[s].begin();
+      if (off >= spaces_[s].size()) continue;
+      if (filter_[s].empty()) return false;  // a space that never held a record
+      const std::uint64_t last = (std::min(off + bytes, spaces_[s].size()) - 1) >> region_shift_[s];
+      for (std::uint64_t r = off >> region_shift_[s]; r <= last; ++r)
+        if ((filter_[s][r >> 6] >> (r & 63)) & 1) return true;
+      return false;
+    }
+    return false;
+  }
   // False only if no record starts at `a` (until the next apply()).
   bool may_hold(Address a) const noexcept {
     if (filter_empty_) return false;
     for (std::size_t s = 0; s < spaces_.size(); ++s) {
       const Address off = a - spaces_[s].begin();
       if (off >= spaces_[s].size()) continue;
+      if (filter_[s].empty()) return false;  // a space that never held a record
       const std::uint64_t r = off >> region_shift_[s];
       return (filter_[s][r >> 6] >> (r & 63)) & 1;
     }
@@ -126,6 +151,9 @@ class StaleTracker {
   std::int64_t lookup(std::size_t s, std::uint32_t g) const noexcept;
   // The live record starting at address a: sets s and returns its index, or -1.
   std::int64_t locate(Address a, std::size_t& s) const noexcept;
+  // Kills the live records of space s that start in one of the GC's free ranges; returns how many.
+  std::uint64_t kill_in_ranges(std::size_t s, std::span<const FreeRangeLog> runs);
+  std::uint64_t kill_in_ranges_by_search(std::size_t s, std::span<const FreeRangeLog> runs);
 
   std::vector<HeapSpace> spaces_;
   std::vector<std::vector<TrackedRecord>> tables_;
@@ -136,6 +164,13 @@ class StaleTracker {
   std::vector<std::vector<Address>> new_addr_;
   std::vector<std::vector<TrackedRecord>> next_;
   std::vector<PendingResize> resize_scratch_;
+  std::vector<FreeRangeLog> free_scratch_;
+  // Per space, one bit per granule: the starts a GC's free ranges cover (apply, then cleared).
+  struct FreedBits {
+    std::uint64_t* words = nullptr;
+    std::size_t bytes = 0;
+  };
+  std::vector<FreedBits> freed_;
   // The region filter (build_filter): words allocated on first use; filter_set_[s] lists the
   // words set by the last build, so a rebuild clears only those (O(records), not O(heap)).
   std::vector<std::vector<std::uint64_t>> filter_;

@@ -204,6 +204,18 @@ class Decoder {
         v_.free(FreeEvent{addr, ctx.epoch});
         break;
       }
+      case Tag::kFreeRange: {
+        if (version_ < 4) throw DecodeError{fmt::format("free-range record in a version {} trace", version_)};
+        FreeEvent f;
+        f.addr = c.u64("free-range address");
+        f.bytes = c.u64("free-range bytes");
+        f.range = true;
+        f.epoch = ctx.epoch;
+        if (f.addr + f.bytes < f.addr) throw DecodeError{"free-range wraps around the address space"};
+        check_in_space("free-range", "range", f.addr, f.bytes);
+        v_.free(f);
+        break;
+      }
       case Tag::kGcBegin: {
         GcEvent g;
         g.epoch = c.u64("gc-begin epoch");

@@ -52,6 +52,12 @@ class EventBuffer {
     const Rec r{static_cast<std::uint8_t>(trace::Tag::kFree), addr};
     std::memcpy(reserve(sizeof r), &r, sizeof r);
   }
+  void free_range(std::uint64_t addr, std::uint64_t bytes) {
+    struct __attribute__((packed)) Rec { std::uint8_t tag; std::uint64_t addr, bytes; };
+    static_assert(sizeof(Rec) == trace::kFreeRangeBytes);
+    const Rec r{static_cast<std::uint8_t>(trace::Tag::kFreeRange), addr, bytes};
+    std::memcpy(reserve(sizeof r), &r, sizeof r);
+  }
 
   OBJPROF_ALWAYS_INLINE void resize(std::uint64_t addr, std::uint64_t bytes) {
     struct __attribute__((packed)) Rec { std::uint8_t tag; std::uint64_t addr, bytes; };

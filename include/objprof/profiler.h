@@ -17,7 +17,7 @@
 // - gc_begin(e): from one collector thread while every attached mutator is stopped (a
 //   safepoint, or the handshake that ends a concurrent collector's marking): it harvests the
 //   accesses of epoch e, so every access of e must have happened before it.
-// - on_move / on_move_range / on_free: between gc_begin and gc_end, from any number of
+// - on_move / on_move_range / on_free / on_free_range: between gc_begin and gc_end, from any number of
 //   collector threads at once. Each object moves at most once per GC; addresses are pre-GC
 //   addresses. Objects allocated during a cycle are not moved or freed by that same cycle.
 // - gc_end: once every move and free of the cycle has been reported.
@@ -209,6 +209,7 @@ struct ProfilerStats {
   std::uint64_t bitmap_marks = 0;
   std::uint64_t bits_harvested = 0;      // marked granules over all epochs
   std::uint64_t moves = 0, frees = 0;
+  std::uint64_t free_ranges = 0;         // on_free_range calls
   std::uint64_t trace_bytes = 0, trace_chunks = 0, trace_chunks_lost = 0;
   std::uint64_t tracker_bytes = 0;       // memory of the stale tracker's table
   std::uint64_t threads_attached = 0;    // ThreadStates alive now (detached ones are freed)
@@ -284,6 +285,11 @@ class Profiler {
   void on_move(Address from, Address to);
   void on_move_range(Address from, Address to, std::uint64_t bytes);
   void on_free(Address addr);
+  // Every object that starts in [addr, addr + bytes) died: a sweep's run of dead cells in one
+  // call (and one 17-byte trace record) instead of one on_free per object. The range lies in
+  // one space and may cover free memory too; it must not cut an object in two (the hook
+  // checker says so). bytes == 0 is a no-op.
+  void on_free_range(Address addr, std::uint64_t bytes);
   Status gc_end();
 
   // Flushes every buffer, writes the end record and syncs the trace. Idempotent. Called by

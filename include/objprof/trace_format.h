@@ -1,4 +1,4 @@
-// The objprof trace format, version 3: constants and record layouts shared by the writer
+// The objprof trace format, version 4: constants and record layouts shared by the writer
 // (event_buffer.h, trace_writer.h) and the reader (trace_reader.h). docs/trace-format.md is
 // the prose version of this file; keep the two in step.
 //
@@ -18,9 +18,9 @@
 namespace objprof::trace {
 
 inline constexpr char kMagic[8] = {'O', 'B', 'J', 'P', 'R', 'T', 'R', 'C'};
-inline constexpr std::uint32_t kVersion = 3;
-// Version 1 is version 2 without resize records, version 2 is version 3 without path records;
-// the reader reads all three.
+inline constexpr std::uint32_t kVersion = 4;
+// Version 1 is version 2 without resize records, version 2 is version 3 without path records,
+// version 3 is version 4 without free-range records; the reader reads all four.
 inline constexpr std::uint32_t kMinVersion = 1;
 inline constexpr std::size_t kPreambleBytes = 16;
 
@@ -58,9 +58,12 @@ enum class Tag : std::uint8_t {
   //   u8 root_kind (RootKind), str root_name, u32 total_steps, u16 step_count,
   //   {u64 addr, u32 type, str via}*step_count          (the first steps of total_steps)
   kPath = 17,
+  // Every object that starts in [addr, addr + bytes) died in this GC (a sweep's run of dead
+  // cells as one record; the range may cover free memory too). u64 addr, u64 bytes (v4)
+  kFreeRange = 18,
 };
 
-inline constexpr std::uint8_t kMaxTag = 17;
+inline constexpr std::uint8_t kMaxTag = 18;
 // Strings are u16 length + bytes (no terminator).
 inline constexpr std::size_t kMaxString = 0xFFFF;
 
@@ -75,6 +78,7 @@ inline constexpr std::size_t kAllocBytes = 1 + 4 + 4 + 8 + 8;
 inline constexpr std::size_t kMoveBytes = 1 + 8 + 8;
 inline constexpr std::size_t kMoveRangeBytes = 1 + 8 + 8 + 8;
 inline constexpr std::size_t kFreeBytes = 1 + 8;
+inline constexpr std::size_t kFreeRangeBytes = 1 + 8 + 8;
 inline constexpr std::size_t kResizeBytes = 1 + 8 + 8;
 
 enum class GcKind : std::uint8_t {

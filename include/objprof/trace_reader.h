@@ -58,7 +58,9 @@ struct AllocEvent {
   std::uint64_t bytes_clock = 0;
 };
 struct MoveEvent { std::uint64_t from = 0, to = 0, bytes = 0; std::uint64_t epoch = 0; bool range = false; };
-struct FreeEvent { std::uint64_t addr = 0; std::uint64_t epoch = 0; };
+// A free (range false, bytes 0) or a free range: every object starting in [addr, addr + bytes)
+// died (trace version 4).
+struct FreeEvent { std::uint64_t addr = 0; std::uint64_t epoch = 0; std::uint64_t bytes = 0; bool range = false; };
 // The object at addr now holds `bytes` in all (header plus the out-of-line parts the runtime
 // allocates for it, e.g. a table's array and hash parts); its address range is unchanged.
 struct ResizeEvent { std::uint32_t thread = 0; std::uint64_t addr = 0, bytes = 0; std::uint64_t epoch = 0; };

@@ -93,6 +93,7 @@ void Back::merge(Counters& c) {
   AnalysisStats& st = a_.stats;
   st.inferred_deaths += c.inferred_deaths;
   st.unknown_frees += c.unknown_frees;
+  st.range_freed += c.range_freed;
   st.unknown_moves += c.unknown_moves;
   st.unknown_resizes += c.unknown_resizes;
   st.marked_bits += c.marked_bits;
@@ -180,6 +181,7 @@ void Back::apply_serial(const EventBatch& batch) {
         if (!cur_.in_gc) collect(cur_.epoch, false);  // not produced by the profiler; applied at once
         break;
       case Event::kRange:
+      case Event::kFreeRange:
         for (auto& s : shards_) s->ops.push_back({e.kind, e.id, e.x, e.y, e.z});
         if (!cur_.in_gc) collect(cur_.epoch, false);
         break;
@@ -257,6 +259,7 @@ void Back::scan(Shard& s, const EventBatch& batch) {
       case Event::kFree:
       case Event::kMove:
       case Event::kRange:
+      case Event::kFreeRange:
         s.ops.push_back({e.kind, e.id, e.x, e.y, e.z});
         break;
       case Event::kGcBegin:
@@ -410,6 +413,12 @@ void Back::leave(Shard& s, Counters& c, std::uint32_t e) {
     if (s.ops[i].kind == Event::kRange) {
       s.ids[i] = kMissing;
       take_range(s, s.ops[i]);
+    } else if (s.ops[i].kind == Event::kFreeRange) {
+      s.ids[i] = kMissing;
+      erase_range(s, s.ops[i].from, s.ops[i].bytes, [&](std::uint64_t, ObjectId id) {
+        ++c.range_freed;
+        kill(c, id, e, cur_.gcs_seen);
+      });
     } else {
       s.ids[i] = s.map.erase(s.ops[i].from);
     }
@@ -418,6 +427,7 @@ void Back::leave(Shard& s, Counters& c, std::uint32_t e) {
   for (std::size_t i = 0; i < n; ++i) {
     if (i + kAhead < n && s.ids[i + kAhead] != kMissing) a_.objects.prefetch_update(s.ids[i + kAhead]);
     const Op& op = s.ops[i];
+    if (op.kind == Event::kFreeRange) continue;  // its objects died above
     if (op.kind == Event::kRange) {
       const std::uint32_t k = s.range_found[range++];
       s.out.insert(s.out.end(), s.range_out.begin() + static_cast<std::ptrdiff_t>(range_pos),
@@ -431,16 +441,15 @@ void Back::leave(Shard& s, Counters& c, std::uint32_t e) {
   }
 }
 
-// The part of a range move in shard s's windows: probe every granule there, or walk the
-// shard's map, whichever is less work.
-void Back::take_range(Shard& s, const Op& op) {
-  const std::uint64_t end = op.from + op.bytes;
-  const std::uint64_t delta = op.to - op.from;  // modular: also right for moves down
+// The objects of a range in shard s's windows: probe every granule there, or walk the shard's
+// map, whichever is less work.
+template <class Fn>
+void Back::erase_range(Shard& s, std::uint64_t from, std::uint64_t bytes, Fn&& fn) {
+  const std::uint64_t end = from + bytes;
   const unsigned lg = log2_granule_;
-  const std::uint64_t granules = op.bytes >> lg;
-  const std::size_t before = s.range_out.size();
+  const std::uint64_t granules = bytes >> lg;
   if (granules / shards_.size() <= 4 * static_cast<std::uint64_t>(s.map.size()) + 64) {
-    for (std::uint64_t addr = op.from; addr < end;) {
+    for (std::uint64_t addr = from; addr < end;) {
       if (owner(addr) != s.index) {  // skip to the next window
         const std::uint64_t window_end = ((addr >> kWindowBits) + 1) << kWindowBits;
         if (window_end <= addr) break;
@@ -448,20 +457,27 @@ void Back::take_range(Shard& s, const Op& op) {
         continue;
       }
       const std::uint32_t id = s.map.erase(addr);
-      if (id != kMissing) s.range_out.push_back({id, op.seq, addr + delta});
+      if (id != kMissing) fn(addr, id);
       addr += std::uint64_t{1} << lg;
     }
   } else {
     std::vector<std::pair<std::uint64_t, ObjectId>> inside;
     s.map.for_each([&](std::uint64_t addr, std::uint32_t id) {
-      if (addr >= op.from && addr < end && ((addr - op.from) & ((std::uint64_t{1} << lg) - 1)) == 0) inside.emplace_back(addr, id);
+      if (addr >= from && addr < end && ((addr - from) & ((std::uint64_t{1} << lg) - 1)) == 0) inside.emplace_back(addr, id);
     });
     std::sort(inside.begin(), inside.end());
     for (auto [addr, id] : inside) {
       s.map.erase(addr);
-      s.range_out.push_back({id, op.seq, addr + delta});
+      fn(addr, id);
     }
   }
+}
+
+// The part of a range move in shard s's windows, as relocations.
+void Back::take_range(Shard& s, const Op& op) {
+  const std::uint64_t delta = op.to - op.from;  // modular: also right for moves down
+  const std::size_t before = s.range_out.size();
+  erase_range(s, op.from, op.bytes, [&](std::uint64_t addr, ObjectId id) { s.range_out.push_back({id, op.seq, addr + delta}); });
   s.range_found.push_back(static_cast<std::uint32_t>(s.range_out.size() - before));
 }
 

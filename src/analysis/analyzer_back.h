@@ -74,7 +74,7 @@ class Back {
   // What a shard changed in the TraceAnalysis's totals, merged after it ran (deltas, modular).
   struct Counters {
     std::uint64_t live_objects = 0, live_bytes = 0;
-    std::uint64_t inferred_deaths = 0, unknown_frees = 0, unknown_moves = 0, unknown_resizes = 0;
+    std::uint64_t inferred_deaths = 0, unknown_frees = 0, unknown_moves = 0, unknown_resizes = 0, range_freed = 0;
     std::uint64_t marked_bits = 0, resolved_bits = 0, unresolved_bits = 0;
     std::vector<GcDelta> gcs;
     GcDelta& gc(std::uint32_t epoch);
@@ -118,6 +118,10 @@ class Back {
   void leave(Shard& s, Counters& c, std::uint32_t e);
   void arrive(Shard& s, Counters& c, std::uint32_t e, bool defer);
   void take_range(Shard& s, const Op& op);
+  // Removes from shard s's map every object that starts in [from, from + bytes) and lies in its
+  // windows, calling fn(addr, id) in address order.
+  template <class Fn>
+  void erase_range(Shard& s, std::uint64_t from, std::uint64_t bytes, Fn&& fn);
   void resolve_words(Shard& s, Counters& c, const Cursor& cur, std::uint64_t begin, std::uint32_t epoch,
                      std::span<const std::pair<std::uint64_t, std::uint64_t>> words, bool defer);
   void resolve_in_parallel(Shard& s, Counters& c, std::uint64_t begin, std::uint32_t epoch,

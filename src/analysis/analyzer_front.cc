@@ -146,9 +146,18 @@ void Front::move(const trace::MoveEvent& m) {
 }
 
 void Front::free(const trace::FreeEvent& f) {
-  ++a_.stats.frees;
-  advance(trace::kFreeBytes);
-  emit_at(Event::kFree, f.addr).id = op_seq_++;
+  if (f.range) {
+    ++a_.stats.free_ranges;
+    advance(trace::kFreeRangeBytes);
+    Event& ev = emit(Event::kFreeRange);
+    ev.id = op_seq_++;
+    ev.x = f.addr;
+    ev.z = f.bytes;
+  } else {
+    ++a_.stats.frees;
+    advance(trace::kFreeBytes);
+    emit_at(Event::kFree, f.addr).id = op_seq_++;
+  }
   if (!in_gc_) batch_->in_order = true;
 }
 

@@ -34,16 +34,17 @@ inline unsigned log2_granule(std::uint32_t granule_bytes) noexcept {
 }
 
 struct Event {
-  enum Kind : std::uint8_t { kPlace, kFree, kMove, kRange, kGcBegin, kGcEnd, kBits, kStale, kResize } kind;
+  enum Kind : std::uint8_t { kPlace, kFree, kMove, kRange, kGcBegin, kGcEnd, kBits, kStale, kResize, kFreeRange } kind;
   std::uint8_t gc_kind = 0;  // kGcBegin
   // The shard it is for (kPlace, kFree, kMove, kStale, kResize: x's; kBits: the words are
   // those with bits in this shard's windows), computed once by the front.
   std::uint8_t shard = 0;
   std::uint8_t flags = 0;  // kPlace: the new object's
-  // kPlace: the new object; kBits: the epoch; kFree/kMove/kRange: its place among the
+  // kPlace: the new object; kBits: the epoch; kFree/kMove/kRange/kFreeRange: its place among the
   // running GC's frees and moves (the order a GC's destinations are taken in).
   std::uint32_t id = 0;
   // kPlace: addr, size, bytes allocated before it. kFree: addr. kMove/kRange: from, to, bytes.
+  // kFreeRange: addr, -, bytes (every shard sees it, as kRange).
   // kGcBegin/kGcEnd: epoch, bytes allocated. kBits: space begin, first word in
   // EventBatch::words, word count. kStale: addr. kResize: addr, bytes.
   std::uint64_t x = 0, y = 0, z = 0;
@@ -58,7 +59,7 @@ struct EventBatch {
   std::vector<Event> events;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> words;  // bitmap words of kBits events
   // With more than one shard: per shard, the indexes of its events and of those every shard
-  // must see (GC brackets, range moves), in order.
+  // must see (GC brackets, range moves, free ranges), in order.
   std::vector<std::vector<std::uint32_t>> routes;
   // Set by the front: the batch must be applied in file order on one thread — it holds a free
   // or move outside a GC (applied at once), or bitmap dumps of two epochs. (A GC end is

@@ -103,7 +103,7 @@ std::string render_html(const Report& r) {
   h.f("<li>{} GCs; {} objects ({}) allocated by {} thread(s) at {} site(s); {} live at the end ({})</li>\n", grouped(a.gcs.size()),
       grouped(a.objects.size()), human_bytes(a.total_bytes), a.threads.size(), a.sites.size(), grouped(a.live_objects),
       human_bytes(a.live_bytes));
-  h.f("<li>{} moves, {} frees, {} access bits ({} resolved to objects)</li>\n", grouped(a.stats.moves), grouped(a.stats.frees),
+  h.f("<li>{} moves, {} frees, {} access bits ({} resolved to objects)</li>\n", grouped(a.stats.moves), grouped(a.stats.frees + a.stats.range_freed),
       grouped(a.stats.marked_bits), grouped(a.stats.resolved_bits));
   if (r.options.filter.min_age_gcs)
     h.f("<li>--min-age={}: {} of {} objects shown</li>\n", r.options.filter.min_age_gcs, grouped(r.objects_considered),

@@ -79,6 +79,8 @@ std::string render_json(const Report& r) {
   j.field("moves", a.stats.moves);
   j.field("move_ranges", a.stats.move_ranges);
   j.field("frees", a.stats.frees);
+  j.field("free_ranges", a.stats.free_ranges);
+  j.field("range_freed", a.stats.range_freed);
   j.field("marked_bits", a.stats.marked_bits);
   j.field("resolved_bits", a.stats.resolved_bits);
   j.field("unresolved_bits", a.stats.unresolved_bits);

@@ -30,8 +30,12 @@ void summary(std::string& out, const Report& r) {
   fmt::format_to(o, "  {} GCs; {} objects ({}) allocated by {} thread(s) at {} site(s); {} live at the end ({})\n",
                  grouped(a.gcs.size()), grouped(a.objects.size()), human_bytes(a.total_bytes), a.threads.size(), a.sites.size(),
                  grouped(a.live_objects), human_bytes(a.live_bytes));
-  fmt::format_to(o, "  {} moves, {} frees; {} access bits, {} resolved to objects, {} to no object\n", grouped(a.stats.moves),
-                 grouped(a.stats.frees), grouped(a.stats.marked_bits), grouped(a.stats.resolved_bits), grouped(a.stats.unresolved_bits));
+  const std::string ranges = a.stats.free_ranges == 0 ? std::string()
+                                                      : fmt::format(" ({} of them in {} free ranges)", grouped(a.stats.range_freed),
+                                                                    grouped(a.stats.free_ranges));
+  fmt::format_to(o, "  {} moves, {} frees{}; {} access bits, {} resolved to objects, {} to no object\n", grouped(a.stats.moves),
+                 grouped(a.stats.frees + a.stats.range_freed), ranges, grouped(a.stats.marked_bits), grouped(a.stats.resolved_bits),
+                 grouped(a.stats.unresolved_bits));
   fmt::format_to(o, "  analyzer memory: {} at peak ({:.1f} bytes per object)\n", human_bytes(a.peak_memory_bytes),
                  a.objects.size() ? static_cast<double>(a.peak_memory_bytes) / static_cast<double>(a.objects.size()) : 0.0);
   if (r.options.filter.min_age_gcs > 0)

@@ -106,6 +106,18 @@ TEST_CASE("trace bounds: allocs, moves and frees outside every declared space ar
   {
     TraceBuilder b;
     b.gc_begin();
+    b.free_range(0x18000, 0x9000);
+    CHECK(load_error(b.take()).find("free-range range [0x18000, +36864) is outside every declared space") != std::string::npos);
+  }
+  {
+    TraceBuilder b;
+    b.gc_begin();
+    b.free_range(0x10000, ~std::uint64_t{0});
+    CHECK(load_error(b.take()).find("free-range wraps around the address space") != std::string::npos);
+  }
+  {
+    TraceBuilder b;
+    b.gc_begin();
     b.move_range(0x10000, 0x18000, 0x9000);
     CHECK(load_error(b.take()).find("move-range to range [0x18000, +36864) is outside every declared space") != std::string::npos);
   }

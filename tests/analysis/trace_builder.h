@@ -126,6 +126,10 @@ class TraceBuilder {
     collector_->free(addr);
     collector_->flush();
   }
+  void free_range(std::uint64_t addr, std::uint64_t bytes) {
+    collector_->free_range(addr, bytes);
+    collector_->flush();
+  }
   void stale(std::uint64_t addr, std::uint64_t last_access) {
     std::uint8_t* p = control_->begin_record(1 + 24);
     p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kStale));

@@ -73,9 +73,11 @@ TEST_CASE("hook checks: collector hooks outside gc_begin/gc_end are refused even
     r.expect_one("on_free", 0);
     r.prof->on_move(r.heap.at(0), r.heap.at(4096));
     r.prof->on_move_range(r.heap.at(0), r.heap.at(4096), 512);
-    REQUIRE(r.errors.size() == 3);
+    r.prof->on_free_range(r.heap.at(0), 512);
+    REQUIRE(r.errors.size() == 4);
     CHECK(r.errors[1].hook == "on_move");
     CHECK(r.errors[2].hook == "on_move_range");
+    CHECK(r.errors[3].hook == "on_free_range");
     // The refused events changed nothing: the object is still alive where it was.
     r.gc();
     CHECK(r.prof->stats().tracked_live == 1);
@@ -259,13 +261,61 @@ TEST_CASE("hook checks: addresses outside every space are refused even without c
   prof->on_free(outside);
   prof->on_move(heap.at(0), outside);
   prof->on_move_range(heap.at(0), heap.space().end() - 32, 64);
+  prof->on_free_range(heap.space().end() - 32, 64);  // crosses the end
   REQUIRE(prof->gc_end().ok());
   REQUIRE(prof->finish().ok());
-  CHECK(errors == std::vector<std::string>{"on_alloc", "on_alloc", "on_free", "on_move", "on_move_range"});
+  CHECK(errors == std::vector<std::string>{"on_alloc", "on_alloc", "on_free", "on_move", "on_move_range", "on_free_range"});
   CHECK(prof->stats().objects_allocated == 1);
   auto c = trace::load(raw->data());
   REQUIRE(c.ok());  // nothing the reader would refuse reached the trace
   CHECK(c->allocs.size() == 1);
   CHECK(c->frees.empty());
   CHECK(c->moves.empty());
+}
+
+TEST_CASE("hook checks: free ranges", "[core][protocol]") {
+  SECTION("a run of dead objects and the free memory after them") {
+    Rig r;
+    r.alloc(0);
+    r.alloc(64);
+    r.alloc(128, 512);  // tracked
+    r.alloc(1024);      // survives
+    r.gc([&] { r.prof->on_free_range(r.heap.at(0), 1024); });
+    CHECK(r.errors.empty());
+    CHECK(r.prof->stats().free_ranges == 1);
+    CHECK(r.prof->stats().tracked_live == 0);  // the tracker saw the 512-byte object die
+    r.alloc(0, 1024);  // the memory is free again: no overlap reported at the next GC
+    r.gc([&] { r.prof->on_free_range(r.heap.at(0), 1088); });
+    CHECK(r.errors.empty());
+  }
+  SECTION("a range that cuts a live object at its end") {
+    Rig r;
+    r.alloc(0);
+    r.alloc(64, 128);
+    r.gc([&] { r.prof->on_free_range(r.heap.at(0), 128); });  // [64, 192) reaches past 128
+    r.expect_one("on_free_range", 0);
+  }
+  SECTION("a range that starts inside a live object") {
+    Rig r;
+    r.alloc(0, 128);
+    r.gc([&] { r.prof->on_free_range(r.heap.at(64), 256); });
+    r.expect_one("on_free_range", 64);
+  }
+  SECTION("an object freed by a range and by on_free") {
+    Rig r;
+    r.alloc(0);
+    r.alloc(64);
+    r.gc([&] {
+      r.prof->on_free_range(r.heap.at(0), 128);
+      r.prof->on_free(r.heap.at(64));
+    });
+    REQUIRE(r.errors.size() == 1);
+  }
+  SECTION("an empty range is nothing") {
+    Rig r;
+    r.alloc(0);
+    r.gc([&] { r.prof->on_free_range(r.heap.at(0), 0); });
+    CHECK(r.errors.empty());
+    CHECK(r.prof->stats().free_ranges == 0);
+  }
 }

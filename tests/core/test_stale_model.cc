@@ -7,7 +7,8 @@
 // a live one reported at its old address.
 // Some small objects grow past the threshold by a resize (a header with separately allocated
 // parts, as a Lua table), so tracked objects can start a few bytes apart, closer than the
-// threshold; some slides report runs of adjacent survivors as one range move.
+// threshold; some slides report runs of adjacent survivors as one range move, and some runs of
+// adjacent dead objects die by one on_free_range.
 #include "test_support.h"
 
 #include <objprof/barrier.h>
@@ -91,10 +92,20 @@ void run_model(std::uint64_t seed, std::uint32_t k) {
     // Collect.
     const Gc gc = static_cast<Gc>(rng() % 3);
     REQUIRE(prof->gc_begin(gc == Gc::kNonMoving ? GcKind::kFull : GcKind::kCopying).ok());
-    std::vector<ModelObject> survivors;
-    for (const ModelObject& ob : live) {
-      if (rng() % 4 == 0) prof->on_free(ob.addr);
-      else survivors.push_back(ob);
+    // A quarter dies: runs of adjacent dead objects are reported with one on_free_range half
+    // of the time, as a sweeper reports its dead cells.
+    std::vector<ModelObject> survivors, dead;
+    for (const ModelObject& ob : live) (rng() % 4 == 0 ? dead : survivors).push_back(ob);
+    std::sort(dead.begin(), dead.end(), [](const auto& a, const auto& b) { return a.addr < b.addr; });
+    for (std::size_t i = 0; i < dead.size();) {
+      std::size_t j = i + 1;
+      while (j < dead.size() && dead[j].addr == dead[j - 1].addr + dead[j - 1].size) ++j;
+      if (j - i > 1 && rng() % 2 == 0) {
+        prof->on_free_range(dead[i].addr, dead[j - 1].addr + dead[j - 1].size - dead[i].addr);
+      } else {
+        for (std::size_t m = i; m < j; ++m) prof->on_free(dead[m].addr);
+      }
+      i = j;
     }
     if (gc == Gc::kCopying) {
       half ^= 1;

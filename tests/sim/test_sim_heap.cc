@@ -17,6 +17,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <set>
 #include <unistd.h>
@@ -204,8 +205,15 @@ Replay replay(const trace::Contents& c) {
     }
     for (auto& f : c.frees) {
       if (f.epoch != e) continue;
+      INFO("free of " << f.addr << (f.range ? " (range)" : "") << " in epoch " << e);
+      if (f.range) {  // a run of two or more dead objects (a lone one is an on_free)
+        const auto first = rp.live.lower_bound(f.addr), last = rp.live.lower_bound(f.addr + f.bytes);
+        REQUIRE(std::distance(first, last) >= 2);
+        for (auto it = first; it != last; ++it) ++rp.deaths[it->second];
+        rp.live.erase(first, last);
+        continue;
+      }
       auto it = rp.live.find(f.addr);
-      INFO("free of " << f.addr << " in epoch " << e);
       REQUIRE(it != rp.live.end());  // frees only live objects
       ++rp.deaths[it->second];
       rp.live.erase(it);

@@ -46,8 +46,9 @@ class Printer final : public trace::Visitor {
     if (records_) fmt::print("[{}] move {:#x} -> {:#x}{}\n", m.epoch, m.from, m.to, m.range ? fmt::format(" ({} bytes)", m.bytes) : "");
   }
   void free(const trace::FreeEvent& f) override {
-    ++frees;
-    if (records_) fmt::print("[{}] free {:#x}\n", f.epoch, f.addr);
+    ++(f.range ? free_ranges : frees);
+    if (records_ && f.range) fmt::print("[{}] free-range {:#x} ({} bytes)\n", f.epoch, f.addr, f.bytes);
+    else if (records_) fmt::print("[{}] free {:#x}\n", f.epoch, f.addr);
   }
   void gc_begin(const trace::GcEvent& g) override {
     ++gcs;
@@ -75,7 +76,7 @@ class Printer final : public trace::Visitor {
       fmt::print("[{}] path site {} type {} to {:#x}: none ({} after {} objects)\n", p.epoch, p.site, p.type, p.target,
                  path_status_name(p.status), p.objects_visited);
   }
-  std::uint64_t types = 0, sites = 0, threads = 0, allocs = 0, bytes = 0, moves = 0, frees = 0, gcs = 0, marks = 0, stale_reports = 0,
+  std::uint64_t types = 0, sites = 0, threads = 0, allocs = 0, bytes = 0, moves = 0, frees = 0, free_ranges = 0, gcs = 0, marks = 0, stale_reports = 0,
                 paths = 0;
 
  private:
@@ -90,8 +91,8 @@ int run_dump(const DumpOptions& opt) {
     return 1;
   }
   fmt::print("{} chunks, {} records, {} bytes\n", r->chunks, r->records, r->bytes);
-  fmt::print("{} types, {} sites, {} threads; {} allocs ({} bytes), {} moves, {} frees, {} GCs, {} marked granules, {} stale reports, {} path searches\n",
-             p.types, p.sites, p.threads, p.allocs, p.bytes, p.moves, p.frees, p.gcs, p.marks, p.stale_reports, p.paths);
+  fmt::print("{} types, {} sites, {} threads; {} allocs ({} bytes), {} moves, {} frees, {} free ranges, {} GCs, {} marked granules, {} stale reports, {} path searches\n",
+             p.types, p.sites, p.threads, p.allocs, p.bytes, p.moves, p.frees, p.free_ranges, p.gcs, p.marks, p.stale_reports, p.paths);
   if (!r->warning.empty()) fmt::print(stderr, "objprof dump: warning: {}\n", r->warning);
   return 0;
 }

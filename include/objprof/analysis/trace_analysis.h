@@ -75,6 +75,8 @@ struct GcRecord {
 struct AnalysisStats {
   std::uint64_t chunks = 0, records = 0, trace_bytes = 0;
   std::uint64_t allocs = 0, moves = 0, move_ranges = 0, frees = 0;
+  std::uint64_t free_ranges = 0;       // free-range records (trace version 4)
+  std::uint64_t range_freed = 0;       // objects that died in them
   std::uint64_t marked_bits = 0;       // access bits in all bitmap dumps
   std::uint64_t resolved_bits = 0;     // bits that named an object
   std::uint64_t unresolved_bits = 0;   // bits at an address no object occupied then
@@ -89,7 +91,7 @@ struct AnalysisStats {
   std::uint64_t peak_live_objects = 0;
   // Object events the analyzer processed: allocations, moves, frees and access bits (each
   // bit is one access event, as in the paper). The unit of the throughput target.
-  std::uint64_t events() const noexcept { return allocs + moves + move_ranges + frees + marked_bits; }
+  std::uint64_t events() const noexcept { return allocs + moves + move_ranges + frees + free_ranges + marked_bits; }
 };
 
 struct TraceAnalysis {
