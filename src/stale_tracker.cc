@@ -12,6 +12,24 @@ std::uint64_t slot_of(std::uint32_t granule, std::uint64_t mask) noexcept {
   return ((std::uint64_t{granule} + 1) * 0x9E3779B97F4A7C15ull >> 32) & mask;
 }
 
+// A GC's runs (moved or freed ranges: anything with `from` and `bytes`) made searchable: the
+// empty ones dropped, the rest sorted by start.
+template <class Run>
+void sort_runs(std::vector<Run>& runs) {
+  std::erase_if(runs, [](const Run& r) { return r.bytes == 0; });
+  std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.from < b.from; });
+}
+
+// The run of `runs` (sort_runs) that holds address a, or null. Few runs, many records: each
+// record looks its address up this way.
+template <class Run>
+const Run* run_containing(const std::vector<Run>& runs, Address a) {
+  auto it = std::upper_bound(runs.begin(), runs.end(), a, [](Address x, const Run& m) { return x < m.from; });
+  if (it == runs.begin()) return nullptr;
+  --it;
+  return a - it->from < it->bytes ? &*it : nullptr;
+}
+
 }  // namespace
 
 void StaleTracker::set_spaces(std::vector<HeapSpace> spaces) {
@@ -194,20 +212,16 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const MoveLog> moves, st
     }
   }
   if (!ranges.empty()) {
-    // Few runs, many records: each record looks its address up among the runs sorted by start.
     std::vector<RangeMoveLog> runs(ranges.begin(), ranges.end());
-    std::erase_if(runs, [](const RangeMoveLog& r) { return r.bytes == 0; });
-    std::sort(runs.begin(), runs.end(), [](const RangeMoveLog& a, const RangeMoveLog& b) { return a.from < b.from; });
+    sort_runs(runs);
     for (std::size_t s = 0; s < tables_.size() && !runs.empty(); ++s) {
       for (std::size_t i = 0; i < tables_[s].size(); ++i) {
         const TrackedRecord& r = tables_[s][i];
         if (r.site_type == kDead) continue;
         const Address a = spaces_[s].address_of(r.granule);
-        auto it = std::upper_bound(runs.begin(), runs.end(), a, [](Address x, const RangeMoveLog& m) { return x < m.from; });
-        if (it == runs.begin()) continue;
-        --it;
-        if (a - it->from >= it->bytes) continue;
-        new_addr_[s][i] = a - it->from + it->to;
+        const RangeMoveLog* run = run_containing(runs, a);
+        if (!run) continue;
+        new_addr_[s][i] = a - run->from + run->to;
         ++res.moved;
         moved_any = true;
       }
@@ -253,7 +267,9 @@ std::uint64_t StaleTracker::kill_in_ranges(std::size_t s, std::span<const FreeRa
   const unsigned lg = space.log2_alignment();
   const std::uint64_t granules = space.granule_count();
   // Granules [g0, g1) start inside the run: g0 = ceil(off / G), g1 = ceil((off + bytes) / G).
+  // False for a run of another space or one that holds no granule start.
   auto span_of = [&](const FreeRangeLog& run, std::uint64_t& g0, std::uint64_t& g1) {
+    if (run.bytes == 0 || !space.contains(run.from)) return false;
     const Address off = run.from - space.begin();
     const std::uint64_t end = std::min(off + run.bytes, space.size());
     g0 = (off + (std::uint64_t{1} << lg) - 1) >> lg;
@@ -274,7 +290,7 @@ std::uint64_t StaleTracker::kill_in_ranges(std::size_t s, std::span<const FreeRa
   bool any = false;
   for (const FreeRangeLog& run : runs) {
     std::uint64_t g0 = 0, g1 = 0;
-    if (run.bytes == 0 || !space.contains(run.from) || !span_of(run, g0, g1)) continue;
+    if (!span_of(run, g0, g1)) continue;
     any = true;
     const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
     const std::uint64_t head = ~std::uint64_t{0} << (g0 & 63), tail = ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
@@ -295,7 +311,7 @@ std::uint64_t StaleTracker::kill_in_ranges(std::size_t s, std::span<const FreeRa
   }
   for (const FreeRangeLog& run : runs) {
     std::uint64_t g0 = 0, g1 = 0;
-    if (run.bytes == 0 || !space.contains(run.from) || !span_of(run, g0, g1)) continue;
+    if (!span_of(run, g0, g1)) continue;
     std::fill(w + (g0 >> 6), w + ((g1 - 1) >> 6) + 1, std::uint64_t{0});
   }
   return freed;
@@ -306,16 +322,10 @@ std::uint64_t StaleTracker::kill_in_ranges(std::size_t s, std::span<const FreeRa
 std::uint64_t StaleTracker::kill_in_ranges_by_search(std::size_t s, std::span<const FreeRangeLog> free_ranges) {
   std::vector<FreeRangeLog>& runs = free_scratch_;
   runs.assign(free_ranges.begin(), free_ranges.end());
-  std::erase_if(runs, [](const FreeRangeLog& r) { return r.bytes == 0; });
-  std::sort(runs.begin(), runs.end(), [](const FreeRangeLog& a, const FreeRangeLog& b) { return a.from < b.from; });
+  sort_runs(runs);
   std::uint64_t freed = 0;
   for (TrackedRecord& r : tables_[s]) {
-    if (r.site_type == kDead) continue;
-    const Address a = spaces_[s].address_of(r.granule);
-    auto it = std::upper_bound(runs.begin(), runs.end(), a, [](Address x, const FreeRangeLog& m) { return x < m.from; });
-    if (it == runs.begin()) continue;
-    --it;
-    if (a - it->from >= it->bytes) continue;
+    if (r.site_type == kDead || !run_containing(runs, spaces_[s].address_of(r.granule))) continue;
     r.site_type = kDead;
     ++freed;
   }

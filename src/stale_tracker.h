@@ -82,7 +82,7 @@ class StaleTracker {
   // objects to one place): the one added or moved there later is kept, and it is counted
   // as a conflict (at the GC that finds it).
   ApplyResult apply(std::span<const MoveLog> moves, std::span<const RangeMoveLog> ranges,
-                    std::span<const Address> frees, std::span<const FreeRangeLog> free_ranges = {});
+                    std::span<const Address> frees, std::span<const FreeRangeLog> free_ranges);
 
   // The region filter: one bit per region of each space (512 bytes, coarser for spaces over
   // 8 GiB so a filter stays at most 2 MiB), set where a record starts. Built at gc_begin, after
