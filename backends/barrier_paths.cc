@@ -124,7 +124,7 @@ Result<BarrierPaths> barrier_paths(asmjit::Arch arch, const EmitterConfig& cfg, 
   if (!steps) return std::move(steps).error();
   BarrierPaths p;
   for (const Step& s : *steps) p.emitted += s.label ? 0 : 1;
-  if (cfg.uses_cache()) p.hit = walk(*steps, {true, false, false});
+  if (cfg.compares_cache()) p.hit = walk(*steps, {true, false, false});
   p.mark = walk(*steps, {false, false, false});
   p.mark_bit_set = walk(*steps, {false, false, true});
   p.out_of_range = walk(*steps, {false, true, false});

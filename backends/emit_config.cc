@@ -68,6 +68,10 @@ Status EmitterConfig::validate() const {
                       "barrier variant " + name() +
                           ": the range-first order cannot count like the C++ barrier (null with an empty cache is a "
                           "hit there); drop range-first or count");
+  if (store_only && (cache == CacheLocation::kNone || range_first))
+    return make_error(ErrorCode::kInvalidArgument,
+                      "barrier variant " + name() +
+                          ": store-only needs a cache and has no compare to order (drop store-only, or range-first)");
   for (auto [what, off] : {std::pair{"cache", fields.cache}, std::pair{"counters", fields.counters}})
     if (off % 8 != 0)
       return make_error(ErrorCode::kInvalidArgument, "barrier variant " + name() + ": the " + what + " offset " +
@@ -96,7 +100,7 @@ Status EmitterConfig::validate(Isa isa) const {
 }
 
 Status EmitterConfig::validate_out_of_line(const char* arch) const {
-  if (!uses_cache() || range_first)
+  if (!compares_cache() || range_first)
     return make_error(ErrorCode::kInvalidArgument,
                       std::string(arch) + " barrier " + name() + ": the out-of-line form needs a cache compared first");
   return Status::Ok();
@@ -110,6 +114,7 @@ std::string EmitterConfig::name() const {
   s += bounds_source_name(bounds);
   if (count) s += "/count";
   if (range_first) s += "/range-first";
+  if (store_only) s += "/store-only";
   if (a64_atomics != A64Atomics::kAuto) {
     s += '/';
     s += a64_atomics_name(a64_atomics);
@@ -122,7 +127,7 @@ std::string EmitterConfig::name() const {
 
 Result<EmitterConfig> parse_emitter_config(std::string_view text) {
   EmitterConfig cfg;
-  std::array<std::string_view, 8> parts{};
+  std::array<std::string_view, 10> parts{};
   std::size_t n = 0;
   for (std::size_t start = 0; start <= text.size();) {
     const std::size_t slash = text.find('/', start);
@@ -152,6 +157,7 @@ Result<EmitterConfig> parse_emitter_config(std::string_view text) {
   for (std::size_t i = 3; i < n; ++i) {
     if (parts[i] == "count") cfg.count = true;
     else if (parts[i] == "range-first") cfg.range_first = true;
+    else if (parts[i] == "store-only") cfg.store_only = true;
     else if (parts[i] == "lse") cfg.a64_atomics = A64Atomics::kLse;
     else if (parts[i] == "exclusive") cfg.a64_atomics = A64Atomics::kExclusive;
     else if (parts[i].starts_with("cache@") || parts[i].starts_with("counters@")) {
@@ -162,7 +168,7 @@ Result<EmitterConfig> parse_emitter_config(std::string_view text) {
         return bad("offset must be a decimal number, not", parts[i]);
       (parts[i].starts_with("cache@") ? cfg.fields.cache : cfg.fields.counters) = off;
     } else {
-      return bad("unknown flag (count, range-first, lse, exclusive, cache@N, counters@N)", parts[i]);
+      return bad("unknown flag (count, range-first, store-only, lse, exclusive, cache@N, counters@N)", parts[i]);
     }
   }
   if (Status s = cfg.validate(); !s) return make_error(ErrorCode::kParse, s.error().message);

@@ -115,6 +115,11 @@ struct EmitterConfig {
   // with an empty cache is a hit for the C++ barrier and a range rejection here. So
   // validate() refuses range_first with count.
   bool range_first = false;
+  // Store the cache when marking but never compare with it (BarrierPolicy<true, M, C, false>):
+  // for a site whose own hits do not pay for the compare but whose object later sites find in
+  // the cache (sim/cache_plan.h decides per site). Needs a cache; a store-only barrier never
+  // counts a hit. barrier_config() has no field for it (BarrierConfig names whole-run variants).
+  bool store_only = false;
   A64Atomics a64_atomics = A64Atomics::kAuto;
   // Offsets of the cache and counters from the thread register (default: ThreadState's).
   ThreadFields fields;
@@ -136,6 +141,7 @@ struct EmitterConfig {
   Status validate_out_of_line(const char* arch) const;
 
   bool uses_cache() const noexcept { return cache != CacheLocation::kNone; }
+  bool compares_cache() const noexcept { return uses_cache() && !store_only; }
   bool uses_thread() const noexcept { return cache == CacheLocation::kThreadField || count; }
 
   // "field/racy/desc", "pinned/atomic/imm/count", "none/atomic-test-first/desc/range-first";
@@ -146,7 +152,7 @@ struct EmitterConfig {
 };
 
 // Parses name()'s format: cache/mark/bounds followed by optional flags count, range-first,
-// lse, exclusive, cache@OFFSET, counters@OFFSET, in any order.
+// store-only, lse, exclusive, cache@OFFSET, counters@OFFSET, in any order.
 Result<EmitterConfig> parse_emitter_config(std::string_view text);
 
 // Every variant the emitters support: cache {none, field, pinned} x mark {racy, atomic,

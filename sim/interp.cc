@@ -56,6 +56,26 @@ struct ThreadCtx final : RootProvider {
   std::uint32_t depth = 0;
   std::uint64_t instructions = 0, accesses = 0, barriers = 0, elided = 0;
   std::uint64_t gc_visits = 0;  // collections that scanned this thread (a `.nogc` check of compiled code)
+  // InterpOptions::profile_cache: the cache as if every kept site compared and stored. A GC
+  // empties it (the profiler resets every thread's cache), seen as a change of gc_visits.
+  struct {
+    Address object = 0;
+    std::uint32_t site = 0;
+    std::uint64_t visits = 0;
+    CacheProfile counts;
+  } cache_sim;
+  void profile_cache(std::uint32_t site, Address obj) {
+    auto& c = cache_sim;
+    ++c.counts.executed[site];
+    if (obj == c.object && c.object != 0 && c.visits == gc_visits) {
+      ++c.counts.hits[site];
+      ++c.counts.fed[{c.site, site}];
+      return;
+    }
+    c.object = obj;
+    c.site = site;
+    c.visits = gc_visits;
+  }
   std::optional<Error> error;   // set by rt:: calls that fail; compiled code then returns 1
   void visit_roots(const RootFn& fn) override {
     ++gc_visits;
@@ -112,12 +132,15 @@ struct Interpreter::Impl {
   Statics statics;
   InterpStats totals;
   std::mutex stats_mu;
+  std::vector<CacheSiteKey> cache_sites;  // kept barrier sites in decode order (DecodedInstr::site)
+  CacheProfile cache_profile;             // InterpOptions::profile_cache, merged as threads end
 
   ~Impl() {
     if (heap) heap->remove_root_provider(&statics);
   }
 
   Status decode();
+  Status apply_cache_plan(const CachePlan& plan);
   Result<std::uint32_t> array_type(const std::string& elem);
   Error fail(const DecodedFunction& f, const Decoded& d, const std::string& what) const {
     return make_error(ErrorCode::kInvalidArgument,
@@ -172,6 +195,7 @@ Status Interpreter::Impl::decode() {
   ir::ElimOptions eo;
   eo.pass = opt.pass;
   eo.safepoints = ir::SafepointMode::kExact;
+  eo.allocation_marks = opt.allocation_marks;
   std::uint32_t next_site = 1;
   fns.resize(module->functions.size());
   for (std::size_t fi = 0; fi < module->functions.size(); ++fi) {
@@ -206,7 +230,11 @@ Status Interpreter::Impl::decode() {
         if (ir::is_access(in.op)) {
           ++totals.static_sites;
           for (unsigned o = 0; o < ir::num_accesses(in); ++o)
-            if (elim->kept(bi, ii, o)) d.kept |= static_cast<std::uint8_t>(1u << o);
+            if (elim->kept(bi, ii, o)) {
+              d.kept |= static_cast<std::uint8_t>(1u << o);
+              d.site[o] = static_cast<std::uint32_t>(cache_sites.size());
+              cache_sites.push_back({static_cast<std::uint32_t>(fi), linear, static_cast<std::uint8_t>(o)});
+            }
           if (d.kept) ++totals.static_kept;
         }
         switch (in.op) {
@@ -362,6 +390,7 @@ Result<Value> Interpreter::Impl::exec(ThreadCtx& t, std::int32_t fi, const Value
   } push(t, &frame);
   Value* R = frame.regs.data();
   ThreadState* ts = t.m.thread;
+  const bool profiling = opt.profile_cache;
   if (may_compile && f.compiled.entry) {
     Value ret;
     if (f.compiled.entry(&t, R, &ret, ts) == 0) return ret;
@@ -370,14 +399,23 @@ Result<Value> Interpreter::Impl::exec(ThreadCtx& t, std::int32_t fi, const Value
     t.error.reset();
     return e;
   }
-  auto barrier = [&](bool kept, Address obj) {
+  auto barrier = [&](const Decoded& d, unsigned operand, Address obj) {
     ++t.accesses;
-    if (!kept) {
+    if (!(d.kept >> operand & 1)) {
       ++t.elided;
       return;
     }
     ++t.barriers;
-    if (ts && desc) access<P>(*ts, *desc, obj);
+    if (profiling) t.profile_cache(d.site[operand], obj);
+    if (!ts || !desc) return;
+    if constexpr (P::kCache) {
+      switch (d.cache_use[operand]) {
+        case CacheUse::kCompare: access<P>(*ts, *desc, obj); return;
+        case CacheUse::kStore: access<BarrierPolicy<true, P::kMark, P::kCount, false>>(*ts, *desc, obj); return;
+        case CacheUse::kNone: access<BarrierPolicy<false, P::kMark, P::kCount>>(*ts, *desc, obj); return;
+      }
+    }
+    access<P>(*ts, *desc, obj);
   };
   auto object = [&](const Decoded& d, ir::Reg r, const char* what) -> Result<Address> {
     const Value& v = R[r];
@@ -445,7 +483,7 @@ Result<Value> Interpreter::Impl::exec(ThreadCtx& t, std::int32_t fi, const Value
         if (!o.ok()) return o.error();
         if (Heap::header(*o).type != d.type)
           return fail(f, d, fmt::format("object is a {}, not a {}", heap->type_of(*o).name, heap->type(d.type).name));
-        barrier(d.kept & 1, *o);
+        barrier(d, 0, *o);
         if (d.op == ir::Opcode::kGetField) {
           R[d.dst] = Value{Heap::load(*o, d.slot), d.field_ref};
         } else {
@@ -463,7 +501,7 @@ Result<Value> Interpreter::Impl::exec(ThreadCtx& t, std::int32_t fi, const Value
         if (!o.ok()) return o.error();
         const SimType& ty = heap->type_of(*o);
         if (!ty.is_array) return fail(f, d, fmt::format("object is a {}, not an array", ty.name));
-        barrier(d.kept & 1, *o);
+        barrier(d, 0, *o);
         const std::uint64_t n = Heap::header(*o).word;
         if (d.op == ir::Opcode::kArrayLength) {
           R[d.dst] = Value{n, false};
@@ -486,12 +524,12 @@ Result<Value> Interpreter::Impl::exec(ThreadCtx& t, std::int32_t fi, const Value
       case ir::Opcode::kMonitorExit: {
         auto o = object(d, d.a, "monitor");
         if (!o.ok()) return o.error();
-        barrier(d.kept & 1, *o);
+        barrier(d, 0, *o);
         break;
       }
       case ir::Opcode::kRefEqual:
-        barrier(d.kept & 1, static_cast<Address>(R[d.a].v));
-        barrier(d.kept & 2, static_cast<Address>(R[d.b].v));
+        barrier(d, 0, static_cast<Address>(R[d.a].v));
+        barrier(d, 1, static_cast<Address>(R[d.b].v));
         R[d.dst] = Value{R[d.a].v == R[d.b].v ? 1u : 0u, false};
         break;
       case ir::Opcode::kInvoke:
@@ -499,7 +537,7 @@ Result<Value> Interpreter::Impl::exec(ThreadCtx& t, std::int32_t fi, const Value
         if (d.op == ir::Opcode::kInvoke) {
           auto o = object(d, d.a, "invoke receiver");
           if (!o.ok()) return o.error();
-          barrier(d.kept & 1, *o);
+          barrier(d, 0, *o);
         }
         Result<Value> r = Value{};
         if (d.callee < 0) {
@@ -665,7 +703,15 @@ Result<std::unique_ptr<Interpreter>> Interpreter::create(const ir::Module& modul
     if (profiler->space_count() == 0) return make_error(ErrorCode::kInvalidArgument, "profiler has no heap space");
     impl->desc = &profiler->barrier_descriptor(0);
   }
+  if (options.allocation_marks && profiler && !profiler->options().mark_on_alloc)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "allocation_marks: the pass would assume that allocations mark their objects, but the profiler "
+                      "was created without mark_on_alloc");
+  if (options.profile_cache && options.jit)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "profile_cache needs interpreted code (compiled code keeps no per-site counts); drop the JIT");
   OBJPROF_RETURN_IF_ERROR(impl->decode());
+  if (options.cache_plan) OBJPROF_RETURN_IF_ERROR(impl->apply_cache_plan(*options.cache_plan));
   with_barrier_policy(options.barrier, [&](auto policy) {
     using P = decltype(policy);
     impl->exec_any = [](Impl& im, ThreadCtx& t, std::int32_t fi, const Value* a, std::size_t n) {
@@ -701,6 +747,11 @@ Result<std::int64_t> Interpreter::run(const std::string& entry) {
     c->tid = i;
     c->rng = options_.seed * 0x2545f4914f6cdd1dull + i;
     c->m.roots = c.get();
+    if (options_.profile_cache) {
+      c->cache_sim.counts.sites = im.cache_sites;
+      c->cache_sim.counts.executed.assign(im.cache_sites.size(), 0);
+      c->cache_sim.counts.hits.assign(im.cache_sites.size(), 0);
+    }
     if (im.profiler) {
       auto ts = im.profiler->attach_thread(i + 1, fmt::format("{}-{}", options_.module_name, i));
       if (!ts.ok()) {
@@ -732,6 +783,7 @@ Result<std::int64_t> Interpreter::run(const std::string& entry) {
     im.totals.accesses += t.accesses;
     im.totals.barriers_executed += t.barriers;
     im.totals.barriers_elided += t.elided;
+    if (options_.profile_cache) (void)im.cache_profile.merge(t.cache_sim.counts);  // same sites by construction
   };
   std::vector<std::thread> threads;
   for (std::uint32_t i = 1; i < n; ++i) threads.emplace_back(body, i);
@@ -750,6 +802,33 @@ std::vector<Interpreter::FunctionMode> Interpreter::function_modes() const {
   for (const DecodedFunction& f : impl_->fns)
     out.push_back({f.ir->name, f.compiled.entry != nullptr, f.compiled.entry ? std::string() : f.compiled.reason});
   return out;
+}
+
+Result<CacheProfile> Interpreter::cache_profile() const {
+  if (!options_.profile_cache)
+    return make_error(ErrorCode::kInvalidArgument, "no cache profile: the interpreter was created without profile_cache");
+  std::lock_guard lk(impl_->stats_mu);
+  if (impl_->cache_profile.sites.empty() && impl_->cache_profile.executed.empty()) {
+    CacheProfile empty;  // no run yet: every site, nothing counted
+    empty.sites = impl_->cache_sites;
+    empty.executed.assign(empty.sites.size(), 0);
+    empty.hits.assign(empty.sites.size(), 0);
+    return empty;
+  }
+  return impl_->cache_profile;
+}
+
+Status Interpreter::Impl::apply_cache_plan(const CachePlan& plan) {
+  if (plan.sites != cache_sites || plan.use.size() != cache_sites.size())
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("the cache plan was made for other code: {} barrier sites in the plan, {} here "
+                                  "(profile the same module with the same pass)",
+                                  plan.sites.size(), cache_sites.size()));
+  for (std::uint32_t id = 0; id < cache_sites.size(); ++id) {
+    const CacheSiteKey& k = cache_sites[id];
+    fns[k.fn].code[k.pc].cache_use[k.operand] = plan.use[id];
+  }
+  return Status::Ok();
 }
 
 InterpStats Interpreter::stats() const {

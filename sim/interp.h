@@ -15,6 +15,7 @@
 #pragma once
 
 #include "heap.h"
+#include "cache_plan.h"
 
 #include <objprof/barrier.h>
 #include <objprof/ir/elim.h>
@@ -34,6 +35,10 @@ class CodeGenerator;
 
 struct InterpOptions {
   ir::PassKind pass = ir::PassKind::kNone;
+  // The global pass may assume that an allocation marks the new object in its epoch
+  // (ir::ElimOptions::allocation_marks, docs/elimination.md "Safepoint models"): needs a
+  // profiler created with ProfilerOptions::mark_on_alloc, whose on_alloc then marks it.
+  bool allocation_marks = false;
   BarrierConfig barrier{};
   std::uint64_t size = 1000;   // sys.param()
   std::uint64_t seed = 1;      // sys.rand()
@@ -44,6 +49,13 @@ struct InterpOptions {
   // Compiles the module's functions to native code (backends/jit); null: interpret everything.
   // Functions the generator declines run in the interpreter (mixed mode).
   std::shared_ptr<CodeGenerator> jit;
+  // Record what the cache would do at every kept barrier site (sim/cache_plan.h), for
+  // cache_profile(). Interpreted runs only (compiled code keeps no per-site counts).
+  bool profile_cache = false;
+  // Per-site cache use for runs whose barrier has a cache, followed by the interpreter and the
+  // JIT alike; null: every kept site compares and stores. Must come from this module and pass
+  // (its sites are checked).
+  std::shared_ptr<const CachePlan> cache_plan;
 };
 
 struct InterpStats {
@@ -69,6 +81,9 @@ class Interpreter {
   // Counters of interpreted code only: compiled code counts no instructions or accesses.
   InterpStats stats() const;
   const InterpOptions& options() const { return options_; }
+  // What the cache would have done at each kept site over every run() so far (every kept site
+  // comparing and storing); an error unless options().profile_cache.
+  Result<CacheProfile> cache_profile() const;
 
   // How each function runs: compiled, or interpreted and why (`objprof run --verbose`).
   struct FunctionMode {
@@ -107,6 +122,10 @@ struct DecodedInstr {
   ir::Opcode op = ir::Opcode::kSafepoint;
   std::uint8_t sub = 0;
   std::uint8_t kept = 0;  // bit i: operand i keeps its barrier (the chosen pass's decision)
+  // Per kept operand: its cache use (InterpOptions::cache_plan) and its site id in
+  // CacheProfile/CachePlan.
+  CacheUse cache_use[2] = {CacheUse::kCompare, CacheUse::kCompare};
+  std::uint32_t site[2] = {0, 0};
   bool field_ref = false;
   ir::Reg dst = ir::kNoReg;
   ir::Reg a = ir::kNoReg, b = ir::kNoReg, c = ir::kNoReg;

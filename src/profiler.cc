@@ -411,6 +411,7 @@ void Profiler::write_header_once() {
     if (state_->spaces.size() == 1) {
       space_begin_ = state_->spaces[0].begin();
       space_bytes_ = state_->spaces[0].size();
+      space_desc_ = &state_->bitmaps[0]->descriptor();
     }
     slow_alloc_ = check_hooks_ || state_->spaces.size() != 1;
     if (!state_->control) return;

@@ -84,17 +84,17 @@ class A64Barrier {
 
   Status emit() {
     done_ = e_.newLabel();
-    hit_ = cfg_.count && cfg_.uses_cache() ? e_.newLabel() : done_;
+    hit_ = cfg_.count && cfg_.compares_cache() ? e_.newLabel() : done_;
     if (cfg_.count) {
       if (Status s = bump(cfg_.fields.executed()); !s) return s;
     }
     if (cfg_.range_first) {
       if (Status s = range_check(); !s) return s;
       if (Status s = cache_compare(); !s) return s;
-      if (cfg_.uses_cache()) OBJPROF_EMIT(e_.b_eq(hit_));
+      if (cfg_.compares_cache()) OBJPROF_EMIT(e_.b_eq(hit_));
     } else {
       if (Status s = cache_compare(); !s) return s;
-      if (cfg_.uses_cache()) OBJPROF_EMIT(e_.b_eq(hit_));
+      if (cfg_.compares_cache()) OBJPROF_EMIT(e_.b_eq(hit_));
       if (Status s = range_check(); !s) return s;
     }
     if (Status s = mark(); !s) return s;
@@ -161,6 +161,7 @@ class A64Barrier {
   // range (the cache holds 0 or an in-range object), so this may come before or after the
   // range check.
   Status cache_compare() {
+    if (cfg_.store_only) return Status::Ok();  // stores on the marking path, never compares
     switch (cfg_.cache) {
       case CacheLocation::kNone: return Status::Ok();
       case CacheLocation::kThreadField:

@@ -64,15 +64,15 @@ class X86Barrier {
 
   Status emit() {
     done_ = e_.newLabel();
-    hit_ = cfg_.count && cfg_.uses_cache() ? e_.newLabel() : done_;
+    hit_ = cfg_.count && cfg_.compares_cache() ? e_.newLabel() : done_;
     if (cfg_.count) OBJPROF_EMIT(e_.inc(thread_field(cfg_.fields.executed())));
     if (cfg_.range_first) {
       if (Status s = range_check(); !s) return s;
       if (Status s = cache_compare(); !s) return s;
-      if (cfg_.uses_cache()) OBJPROF_EMIT(e_.je(hit_));
+      if (cfg_.compares_cache()) OBJPROF_EMIT(e_.je(hit_));
     } else {
       if (Status s = cache_compare(); !s) return s;
-      if (cfg_.uses_cache()) OBJPROF_EMIT(e_.je(hit_));
+      if (cfg_.compares_cache()) OBJPROF_EMIT(e_.je(hit_));
       if (Status s = range_check(); !s) return s;
     }
     if (Status s = mark(); !s) return s;
@@ -125,6 +125,7 @@ class X86Barrier {
   // range (the cache holds 0 or an in-range object), so this may come before or after the
   // range check.
   Status cache_compare() {
+    if (cfg_.store_only) return Status::Ok();  // stores on the marking path, never compares
     switch (cfg_.cache) {
       case CacheLocation::kNone: return Status::Ok();
       case CacheLocation::kThreadField: OBJPROF_EMIT(e_.cmp(r_.obj, thread_field(cfg_.fields.cache))); break;

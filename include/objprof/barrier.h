@@ -35,11 +35,16 @@
 
 namespace objprof {
 
-template <bool Cache, MarkMode Mark, bool Count = false>
+// Compare = false (with Cache): the barrier stores the cache when it marks but never compares
+// with it, so it never skips. A code generator that decides per site whether the cache pays
+// (sim/cache_plan.h) uses it where a site's own hits are too rare to pay for the compare but
+// later sites find its object in the cache.
+template <bool Cache, MarkMode Mark, bool Count = false, bool Compare = true>
 struct BarrierPolicy {
   static constexpr bool kCache = Cache;
   static constexpr MarkMode kMark = Mark;
   static constexpr bool kCount = Count;
+  static constexpr bool kCompare = Cache && Compare;
 };
 
 using DefaultBarrier = BarrierPolicy<true, MarkMode::kRacy>;
@@ -78,7 +83,7 @@ struct CacheAndCounters {
 template <class Policy, class Thread>
 OBJPROF_ALWAYS_INLINE void access(Thread& thread, const BarrierDescriptor& space, Address obj) noexcept {
   if constexpr (Policy::kCount) bump(thread.counters.executed);
-  if constexpr (Policy::kCache) {
+  if constexpr (Policy::kCache && Policy::kCompare) {
     // Hits are the common case: keep them on the fall-through path.
     if (OBJPROF_LIKELY(obj == thread.cache.load(std::memory_order_relaxed))) {
       if constexpr (Policy::kCount) bump(thread.counters.cache_hits);

@@ -256,7 +256,15 @@ class Profiler {
     }
     bump(thread.allocated_bytes, size);
     bump(thread.allocated_objects);
-    if (mark_on_alloc_) mark_allocation(addr);
+    if (mark_on_alloc_) {
+      // The only space's bitmap inline; the object is in it (checked above). Atomic: another
+      // thread may be marking a neighbour in the same byte.
+      if (space_desc_)
+        AccessBitmap::mark_granule<MarkMode::kAtomicTestFirst>(space_desc_->bitmap.load(std::memory_order_relaxed),
+                                                               (addr - space_begin_) >> space_desc_->log2_granule);
+      else
+        mark_allocation(addr);
+    }
     if (EventBuffer* b = thread.buffer()) b->alloc(site, type, addr, size);
     if (size >= min_tracked_size_) track_alloc(thread, site, type, addr, size);
   }
@@ -341,6 +349,7 @@ class Profiler {
   bool slow_alloc_ = true;
   Address space_begin_ = 0;
   std::uint64_t space_bytes_ = 0;
+  const BarrierDescriptor* space_desc_ = nullptr;  // the only space's, for mark_on_alloc
   std::atomic<std::uint64_t> epoch_{0};
   std::atomic<bool> in_gc_{false};
   std::unique_ptr<internal::ProfilerState> state_;

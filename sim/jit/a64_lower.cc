@@ -54,6 +54,7 @@ class A64Lower {
       : in_(in),
         f_(*in.request->functions[in.fn].ir),
         code_(*in.request->functions[in.fn].code),
+        pinned_(in.barriers && in.barrier.cache == CacheLocation::kPinnedRegister && function_uses_cache(code_)),
         k_((*in.kinds)[in.fn]) {}
 
   Lowered run();
@@ -174,8 +175,9 @@ class A64Lower {
     }
   }
 
-  void barrier(ir::Reg r, bool kept) {
-    if (!kept || !in_.barriers) return;
+  void barrier(ir::Reg r, const DecodedInstr& d, unsigned operand) {
+    if (!(d.kept >> operand & 1) || !in_.barriers) return;
+    const EmitterConfig cfg = site_config(in_.barrier, d.cache_use[operand]);
     A64BarrierRegs regs;
     regs.obj = v_[r];
     regs.thread = TS_;
@@ -183,11 +185,11 @@ class A64Lower {
     regs.cache = pinned() ? cache_ : a64::Gp();
     for (auto& g : regs.scratch) g = cc_.newUInt64("bs");
     marks_.around(cc_, pc_, [&] {
-      if (Status s = emit_access_barrier(cc_, in_.barrier, *in_.request->desc, regs); !s && barrier_error_.empty())
+      if (Status s = emit_access_barrier(cc_, cfg, *in_.request->desc, regs); !s && barrier_error_.empty())
         barrier_error_ = s.error().message;
     });
   }
-  bool pinned() const { return in_.barriers && in_.barrier.cache == CacheLocation::kPinnedRegister; }
+  bool pinned() const { return pinned_; }
   A64BarrierRegs cache_regs() const {
     A64BarrierRegs regs;
     regs.thread = TS_;
@@ -210,6 +212,7 @@ class A64Lower {
   const LowerInput& in_;
   const ir::Function& f_;
   const std::vector<DecodedInstr>& code_;
+  const bool pinned_;  // the cache in a register for this function (see function_uses_cache)
   const FunctionKinds& k_;
   CodeHolder holder_;
   a64::Compiler cc_;
@@ -264,7 +267,7 @@ void A64Lower::lower_array(std::uint32_t pc, const DecodedInstr& d) {
   cc_.ldr(fl.w(), arm::ptr(A));  // header word 0: u32 type id
   cc_.ldrb(fl.w(), arm::ptr(flags_, fl));
   cc_.tbz(fl, Imm(0), fail_label(pc));  // kTypeIsArray
-  barrier(d.a, d.kept & 1);
+  barrier(d.a, d, 0);
   if (d.op == Opcode::kArrayLength) {
     cc_.ldr(v_[d.dst], arm::ptr(A, kLengthOffset));
     def_tag(d.dst, kScalar);
@@ -325,8 +328,8 @@ void A64Lower::lower(std::uint32_t pc, const DecodedInstr& d) {
     case Opcode::kCompare:
     case Opcode::kRefEqual: {
       if (d.op == Opcode::kRefEqual) {
-        barrier(d.a, d.kept & 1);
-        barrier(d.b, d.kept & 2);
+        barrier(d.a, d, 0);
+        barrier(d.b, d, 1);
       }
       arm::CondCode cond = arm::CondCode::kEQ;
       if (d.op == Opcode::kCompare) {
@@ -361,7 +364,7 @@ void A64Lower::lower(std::uint32_t pc, const DecodedInstr& d) {
       cc_.ldr(ty.w(), arm::ptr(A));
       cc_.cmp(ty, imm_reg(d.type));
       cc_.b_ne(fail_label(pc));
-      barrier(d.a, d.kept & 1);
+      barrier(d.a, d, 0);
       a64::Gp addr = cc_.newUIntPtr("field");
       cc_.add(addr, A, imm_reg(static_cast<std::uint64_t>(kFirstSlot) + 8 * std::uint64_t{d.slot}));
       if (d.op == Opcode::kGetField) {
@@ -379,13 +382,13 @@ void A64Lower::lower(std::uint32_t pc, const DecodedInstr& d) {
     case Opcode::kMonitorEnter:
     case Opcode::kMonitorExit:
       check_object(pc, d.a);
-      barrier(d.a, d.kept & 1);
+      barrier(d.a, d, 0);
       break;
     case Opcode::kInvoke:
     case Opcode::kCallStatic:
       if (d.op == Opcode::kInvoke) {
         check_object(pc, d.a);
-        barrier(d.a, d.kept & 1);
+        barrier(d.a, d, 0);
       }
       runtime_call(pc, &sim::rt::call, d.src->may_gc, d.args, d.dst);
       break;

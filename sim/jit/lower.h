@@ -79,6 +79,30 @@ class BarrierMarks {
   std::vector<Mark> marks_;
 };
 
+// The barrier variant of one site under the run's cache plan (sim/cache_plan.h): the run's
+// own when it has no cache or the site compares; store-only, or no cache at all, otherwise.
+inline backends::EmitterConfig site_config(const backends::EmitterConfig& run, CacheUse use) {
+  backends::EmitterConfig cfg = run;
+  if (!run.uses_cache() || use == CacheUse::kCompare) return cfg;
+  if (use == CacheUse::kStore) {
+    cfg.store_only = true;
+    cfg.range_first = false;
+  } else {
+    cfg.cache = backends::CacheLocation::kNone;
+    cfg.range_first = false;
+  }
+  return cfg;
+}
+
+// Does any kept barrier of the function use the cache under the plan? A pinned cache is
+// loaded, written back around calls and stored only in functions where one does.
+inline bool function_uses_cache(const std::vector<DecodedInstr>& code) {
+  for (const DecodedInstr& d : code)
+    for (unsigned o = 0; o < 2; ++o)
+      if ((d.kept >> o & 1) && d.cache_use[o] != CacheUse::kNone) return true;
+  return false;
+}
+
 Lowered lower_x86_64(const LowerInput& in);
 Lowered lower_arm64(const LowerInput& in);
 

@@ -49,6 +49,7 @@ class X86Lower {
       : in_(in),
         f_(*in.request->functions[in.fn].ir),
         code_(*in.request->functions[in.fn].code),
+        pinned_(in.barriers && in.barrier.cache == CacheLocation::kPinnedRegister && function_uses_cache(code_)),
         k_((*in.kinds)[in.fn]) {}
 
   Lowered run();
@@ -164,19 +165,20 @@ class X86Lower {
 
   // The barrier, inline (backends/x86_64/x86_barrier.h) with virtual registers: the allocator
   // picks its scratch registers around the IR's.
-  void barrier(ir::Reg r, bool kept) {
-    if (!kept || !in_.barriers) return;
+  void barrier(ir::Reg r, const DecodedInstr& d, unsigned operand) {
+    if (!(d.kept >> operand & 1) || !in_.barriers) return;
+    const EmitterConfig cfg = site_config(in_.barrier, d.cache_use[operand]);
     X86BarrierRegs regs;
     regs.obj = v_[r];
     regs.thread = TS_;
     if (pinned()) regs.cache = cache_;
     for (auto& g : regs.scratch) g = cc_.newUIntPtr("bs");
     marks_.around(cc_, pc_, [&] {
-      if (Status s = emit_access_barrier(cc_, in_.barrier, *in_.request->desc, regs); !s && barrier_error_.empty())
+      if (Status s = emit_access_barrier(cc_, cfg, *in_.request->desc, regs); !s && barrier_error_.empty())
         barrier_error_ = s.error().message;
     });
   }
-  bool pinned() const { return in_.barriers && in_.barrier.cache == CacheLocation::kPinnedRegister; }
+  bool pinned() const { return pinned_; }
   // A pinned cache lives in a register inside the method; callees, the interpreter and the
   // collector (which resets it at gc_end) use the ThreadState field, so write it back before
   // every call and reload it after.
@@ -202,6 +204,7 @@ class X86Lower {
   const LowerInput& in_;
   const ir::Function& f_;
   const std::vector<DecodedInstr>& code_;
+  const bool pinned_;  // the cache in a register for this function (see function_uses_cache)
   const FunctionKinds& k_;
   CodeHolder holder_;
   x86::Compiler cc_;
@@ -274,7 +277,7 @@ void X86Lower::lower_array(std::uint32_t pc, const DecodedInstr& d) {
   cc_.movzx(fl, x86::byte_ptr(flags_, fl));
   cc_.test(fl, kTypeIsArray);
   cc_.jz(fail_label(pc));
-  barrier(d.a, d.kept & 1);
+  barrier(d.a, d, 0);
   if (d.op == Opcode::kArrayLength) {
     cc_.mov(v_[d.dst], x86::qword_ptr(A, kLengthOffset));
     def_tag(d.dst, kScalar);
@@ -369,7 +372,7 @@ void X86Lower::lower(std::uint32_t pc, const DecodedInstr& d) {
       const x86::Gp& A = v_[d.a];
       cc_.cmp(x86::dword_ptr(A), d.type);
       cc_.jne(fail_label(pc));
-      barrier(d.a, d.kept & 1);
+      barrier(d.a, d, 0);
       const x86::Mem field = x86::qword_ptr(A, kFirstSlot + 8 * static_cast<std::int32_t>(d.slot));
       if (d.op == Opcode::kGetField) {
         if (d.dst == d.a) {
@@ -392,11 +395,11 @@ void X86Lower::lower(std::uint32_t pc, const DecodedInstr& d) {
     case Opcode::kMonitorEnter:
     case Opcode::kMonitorExit:
       check_object(pc, d.a);
-      barrier(d.a, d.kept & 1);
+      barrier(d.a, d, 0);
       break;
     case Opcode::kRefEqual: {
-      barrier(d.a, d.kept & 1);
-      barrier(d.b, d.kept & 2);
+      barrier(d.a, d, 0);
+      barrier(d.b, d, 1);
       x86::Gp t = cc_.newInt64("refeq");
       cc_.xor_(t.r32(), t.r32());
       cc_.cmp(v_[d.a], v_[d.b]);
@@ -409,7 +412,7 @@ void X86Lower::lower(std::uint32_t pc, const DecodedInstr& d) {
     case Opcode::kCallStatic:
       if (d.op == Opcode::kInvoke) {
         check_object(pc, d.a);
-        barrier(d.a, d.kept & 1);
+        barrier(d.a, d, 0);
       }
       runtime_call(pc, &sim::rt::call, d.src->may_gc, d.args, d.dst);
       break;

@@ -239,6 +239,57 @@ TEST_CASE("backends: Emitted barrier loops equal the C++ barrier and keep the pi
   }
 }
 
+TEST_CASE("backends: Store-only barriers interleaved with comparing ones equal the C++ policies", "[backends][exec]") {
+  // A per-site cache plan (sim/cache_plan.h) mixes sites that compare with sites that only
+  // store: on both sides each access picks the same kind at random, and after every access
+  // the bitmap, cache and counters must agree.
+  if (!barrier_thunks_supported()) return;
+  asmjit::JitRuntime rt;
+  const HeapSpace space = make_space(0x30000000, 1 << 15, 8);
+  const std::vector<Address> seq = address_sequence(space, objprof::test::scaled(1500, 6), 7);
+  for (MarkMode mark : {MarkMode::kRacy, MarkMode::kAtomic}) {
+    for (bool count : {false, true}) {
+      EmitterConfig compare;
+      compare.mark = mark;
+      compare.count = count;
+      EmitterConfig store = compare;
+      store.store_only = true;
+      REQUIRE(store.validate().ok());
+      INFO(store.name());
+      Twin t(space);
+      Result<BarrierThunk> with = BarrierThunk::compile(rt, compare, t.jit_bitmap->descriptor(), ThunkKind::kSingle);
+      Result<BarrierThunk> without = BarrierThunk::compile(rt, store, t.jit_bitmap->descriptor(), ThunkKind::kSingle);
+      REQUIRE(with.ok());
+      REQUIRE(without.ok());
+      std::mt19937_64 rng(static_cast<std::uint64_t>(mark) * 2 + count);
+      std::uint64_t store_only_hits = 0;
+      for (std::size_t i = 0; i < seq.size(); ++i) {
+        const bool compares = rng() % 2 == 0;
+        const std::uint64_t hits_before = t.jit_thread.counters.cache_hits.load();
+        (compares ? with : without)->single()(&t.jit_thread, &t.jit_bitmap->descriptor(), seq[i]);
+        if (!compares) store_only_hits += t.jit_thread.counters.cache_hits.load() - hits_before;
+        auto cpp = [&]<bool Compare>() {
+          with_barrier_policy(compare.barrier_config(), [&](auto p) {
+            using P = decltype(p);
+            access<BarrierPolicy<true, P::kMark, P::kCount, Compare>>(t.cpp_thread, *t.cpp_bitmap, seq[i]);
+          });
+        };
+        if (compares) cpp.template operator()<true>();
+        else cpp.template operator()<false>();
+        if (t.jit_thread.cache.load() != t.cpp_thread.cache.load() || !t.bitmaps_equal() ||
+            t.jit_thread.counters.marks.load() != t.cpp_thread.counters.marks.load()) {
+          INFO("access " << i);
+          t.check_same_state();
+          FAIL("emitted and C++ barriers diverged");
+        }
+      }
+      t.check_same_state();
+      CHECK(store_only_hits == 0);  // a store-only site never skips
+      if (count) CHECK(t.jit_thread.counters.cache_hits.load() > 0);
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // Register preservation: a harness loads every general-purpose register from an array, runs
 // one barrier with a random register assignment, and stores every register back. Registers

@@ -175,6 +175,45 @@ TEST_CASE("backends: x86_64 barrier variants differ exactly where their configur
   }
 }
 
+TEST_CASE("backends: A store-only barrier stores the cache and never compares, on both ISAs", "[backends][listing]") {
+  BarrierDescriptor desc;
+  seed_space(desc);
+  for (CacheLocation where : {CacheLocation::kThreadField, CacheLocation::kPinnedRegister}) {
+    EmitterConfig cfg;
+    cfg.cache = where;
+    cfg.store_only = true;
+    const bool field = where == CacheLocation::kThreadField;
+    X86BarrierRegs xr = X86BarrierRegs::sysv(x86::rdx);
+    xr.desc = x86::rsi;
+    const Listing x = x86_listing(cfg, desc, xr);
+    INFO(cfg.name() << "\n" << x.text);
+    REQUIRE(x.status.ok());
+    CHECK_FALSE(has_line(x, field ? "cmp rdx, qword ptr [r15]" : "cmp rdx, r14"));
+    CHECK(has_line(x, field ? "mov qword ptr [r15], rdx" : "mov r14, rdx"));
+    CHECK(count_prefix(x, "je ") == 0);
+    A64BarrierRegs ar = A64BarrierRegs::art(a64::x1);
+    ar.desc = a64::x2;
+    const Listing a = a64_listing(cfg, desc, ar);
+    INFO(a.text);
+    REQUIRE(a.status.ok());
+    CHECK(count_prefix(a, "b.eq") == 0);
+    CHECK(has_line(a, field ? "str x1, [x19]" : "mov x21, x1"));
+    CHECK_FALSE(has_line(a, field ? "ldr x17, [x19]" : "cmp x21, x1"));
+  }
+  // Store-only needs a cache, and has no compare for range-first to order.
+  EmitterConfig bad;
+  bad.cache = CacheLocation::kNone;
+  bad.store_only = true;
+  CHECK_FALSE(bad.validate().ok());
+  bad.cache = CacheLocation::kThreadField;
+  bad.range_first = true;
+  CHECK_FALSE(bad.validate().ok());
+  auto parsed = parse_emitter_config("pinned/racy/desc/store-only/count");
+  REQUIRE(parsed.ok());
+  CHECK(parsed->store_only);
+  CHECK(parsed->name() == "pinned/racy/desc/count/store-only");
+}
+
 TEST_CASE("backends: x86_64 immediates: high spaces and spaces over 2 GiB use 64-bit moves", "[backends][x86_64][listing]") {
   BarrierDescriptor desc;
   desc.begin = 0x7f0000000000;

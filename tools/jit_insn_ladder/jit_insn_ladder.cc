@@ -13,7 +13,13 @@
 //
 // Rungs as in bench/bench_jit_ladder.cc: no-barriers (profiler attached, no barrier emitted),
 // none (every site, no cache), caching (every site, cache in the thread field), elim (global
-// pass, no cache), all (global pass and cache), all-pinned (global pass, cache in a register).
+// pass, no cache), all-everywhere (global pass, the cache at every kept site), all (global pass,
+// the cache where a profile says it pays: sim/cache_plan.h), all-pinned (the same, the cache in
+// a register). The plan comes from an interpreted training run of the same workload at half the
+// size (a tier-0 profile, not the measured input). The rungs with the pass run it under the
+// allocation-marks model (the profiler marks every new object, so a fresh object's first
+// accesses need no barrier; InterpOptions::allocation_marks), whose marks the whole-run count
+// includes.
 // Racy marks, no counters, semispace heap at the workload's `; @heap` default, like the bench.
 #include "sim/jit/jit.h"
 #include "sim/heap.h"
@@ -24,6 +30,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -42,14 +49,17 @@ struct Rung {
   ir::PassKind pass;
   bool cache;
   bool pinned;
+  bool planned;  // the cache per site, from a training profile
+  bool alloc_marks = false;  // the profiler marks allocations; the pass may assume it
 };
 const Rung kRungs[] = {
-    {"no-barriers", false, ir::PassKind::kNone, false, false},
-    {"none", true, ir::PassKind::kNone, false, false},
-    {"caching", true, ir::PassKind::kNone, true, false},
-    {"elim", true, ir::PassKind::kGlobal, false, false},
-    {"all", true, ir::PassKind::kGlobal, true, false},
-    {"all-pinned", true, ir::PassKind::kGlobal, true, true},
+    {"no-barriers", false, ir::PassKind::kNone, false, false, false},
+    {"none", true, ir::PassKind::kNone, false, false, false},
+    {"caching", true, ir::PassKind::kNone, true, false, false},
+    {"elim", true, ir::PassKind::kGlobal, false, false, false, true},
+    {"all-everywhere", true, ir::PassKind::kGlobal, true, false, false, true},
+    {"all", true, ir::PassKind::kGlobal, true, false, true, true},
+    {"all-pinned", true, ir::PassKind::kGlobal, true, true, true, true},
 };
 
 [[noreturn]] void die(const std::string& message) {
@@ -72,12 +82,18 @@ struct Outcome {
   std::vector<std::string> interpreted;  // functions the JIT declined
 };
 
+// The measured run of `main`, a function of its own so that callgrind (scripts/
+// jit_insn_ladder.sh, --toggle-collect) counts it and not a planned rung's training run.
+[[gnu::noinline]] Result<std::int64_t> measured_main(sim::Interpreter& interp) { return interp.run("main"); }
+
 // One run of `main` with the rung's barrier; `code_ranges` non-null: compiled, ranges recorded.
+// `profile` non-null: interpreted, the cache profile recorded there.
 Outcome run_once(const sim::LoadedWorkload& wl, std::uint64_t size, std::uint32_t threads, const Rung& rung,
-                 std::vector<sim::jit::CodeRange>* code_ranges) {
+                 std::vector<sim::jit::CodeRange>* code_ranges, sim::CacheProfile* profile = nullptr) {
   ProfilerOptions po;
   po.default_leak_printer = false;
   po.on_leak = {};
+  po.mark_on_alloc = rung.alloc_marks;
   auto prof = Profiler::create(std::move(po));
   if (!prof.ok()) die(prof.error().message);
   auto heap_bytes = sim::parse_size(wl.default_heap.empty() ? "8M" : wl.default_heap);
@@ -89,9 +105,16 @@ Outcome run_once(const sim::LoadedWorkload& wl, std::uint64_t size, std::uint32_
   if (!heap.ok()) die(heap.error().message);
   sim::InterpOptions io;
   io.pass = rung.pass;
+  io.allocation_marks = rung.alloc_marks;
   io.barrier = BarrierConfig{rung.cache, MarkMode::kRacy, false};
   io.size = size;
   io.threads = threads;
+  io.profile_cache = profile != nullptr;
+  if (rung.planned && !profile) {
+    sim::CacheProfile training;
+    run_once(wl, std::max<std::uint64_t>(1, size / 2), threads, rung, nullptr, &training);
+    io.cache_plan = std::make_shared<sim::CachePlan>(sim::plan_cache(training, sim::CacheCosts::host(rung.pinned)));
+  }
   if (code_ranges) {
     sim::jit::JitOptions jo;
     jo.barriers = rung.barriers;
@@ -104,11 +127,16 @@ Outcome run_once(const sim::LoadedWorkload& wl, std::uint64_t size, std::uint32_
   Outcome out;
   for (const auto& mode : (*interp)->function_modes())
     if (!mode.compiled) out.interpreted.push_back(mode.name + ": " + mode.reason);
-  auto r = (*interp)->run("main");
+  auto r = profile ? (*interp)->run("main") : measured_main(**interp);
   if (!r.ok()) die(r.error().message);
   out.result = *r;
   out.gcs = (*heap)->stats().gcs;
   out.stats = (*interp)->stats();
+  if (profile) {
+    auto p = (*interp)->cache_profile();
+    if (!p.ok()) die(p.error().message);
+    *profile = std::move(*p);
+  }
   return out;
 }
 
