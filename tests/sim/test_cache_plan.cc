@@ -126,7 +126,7 @@ struct Run {
 
 // One interpreted single-thread run with a counting, caching racy barrier.
 Run run(const LoadedWorkload& wl, std::uint64_t size, bool profile, std::shared_ptr<const CachePlan> plan,
-        ir::PassKind pass = ir::PassKind::kGlobal) {
+        ir::PassKind pass = ir::PassKind::kGlobal, std::uint32_t threads = 1) {
   ProfilerOptions po;
   po.default_leak_printer = false;
   po.on_leak = {};
@@ -143,6 +143,7 @@ Run run(const LoadedWorkload& wl, std::uint64_t size, bool profile, std::shared_
   io.pass = pass;
   io.barrier = BarrierConfig{true, MarkMode::kRacy, true};
   io.size = size;
+  io.threads = threads;
   io.profile_cache = profile;
   io.cache_plan = std::move(plan);
   auto interp = Interpreter::create(wl.module, **heap, prof->get(), io);
@@ -214,6 +215,21 @@ TEST_CASE("cache plan: the profile is the cache's behaviour, and a planned run m
   }
   CHECK(non_comparing > 0);  // the workloads do have sites where the cache does not pay
   CHECK(non_comparing < planned_sites);
+}
+
+TEST_CASE("cache plan: mutator threads profile their own caches and the counts add up", "[sim][cache]") {
+  auto wl = load_workload("threads");
+  REQUIRE(wl.ok());
+  const Run profiled = run(*wl, 60, true, nullptr, ir::PassKind::kGlobal, 3);
+  REQUIRE(profiled.profile);
+  const CacheProfile& p = *profiled.profile;
+  CHECK(p.total_executed() == profiled.interp.barriers_executed);
+  // Each thread's simulated cache is its own, as each thread's real cache is.
+  CHECK(p.total_hits() == profiled.prof.barrier_cache_hits);
+  auto plan = std::make_shared<CachePlan>(plan_cache(p, CacheCosts::arm64(false)));
+  const Run planned = run(*wl, 60, false, plan, ir::PassKind::kGlobal, 3);  // interleaving differs run to run
+  CHECK(planned.interp.barriers_executed > 0);
+  CHECK(planned.interp.accesses > planned.interp.barriers_executed);
 }
 
 TEST_CASE("cache plan: a plan for other code and profiling compiled code are refused", "[sim][cache]") {

@@ -10,6 +10,9 @@
 //   jit_insn_ladder stats WORKLOAD [--size N] [--threads N]
 //       runs WORKLOAD interpreted (compiled code counts nothing) and prints, per rung, the object
 //       accesses and the barriers executed: "RUNG ACCESSES BARRIERS".
+//   jit_insn_ladder plan WORKLOAD RUNG [--size N] [--threads N]
+//       prints the training profile and the cache plan a planned rung uses at this size, per
+//       kept site: "FUNCTION PC OPERAND EXECUTED HITS USE".
 //
 // Rungs as in bench/bench_jit_ladder.cc: no-barriers (profiler attached, no barrier emitted),
 // none (every site, no cache), caching (every site, cache in the thread field), elim (global
@@ -143,7 +146,8 @@ Outcome run_once(const sim::LoadedWorkload& wl, std::uint64_t size, std::uint32_
 int usage() {
   std::fprintf(stderr,
                "usage: jit_insn_ladder run WORKLOAD RUNG [--size N] [--threads N] --ranges FILE\n"
-               "       jit_insn_ladder stats WORKLOAD [--size N] [--threads N]\n");
+               "       jit_insn_ladder stats WORKLOAD [--size N] [--threads N]\n"
+               "       jit_insn_ladder plan WORKLOAD RUNG [--size N] [--threads N]\n");
   return 2;
 }
 
@@ -156,7 +160,7 @@ int main(int argc, char** argv) {
   std::uint64_t size = 0;
   std::uint32_t threads = 1;
   int i = 3;
-  if (mode == "run") {
+  if (mode == "run" || mode == "plan") {
     if (argc < 4) return usage();
     rung_name = argv[3];
     i = 4;
@@ -185,6 +189,20 @@ int main(int argc, char** argv) {
   if (size == 0) size = wl->default_size;
   if (size == 0) die("--size is required: the workload declares no default");
 
+  if (mode == "plan") {
+    // The training profile and the plan a planned rung would use for this size, per site.
+    const Rung& rung = find_rung(rung_name);
+    sim::CacheProfile training;
+    run_once(*wl, std::max<std::uint64_t>(1, size / 2), threads, rung, nullptr, &training);
+    const sim::CachePlan plan = sim::plan_cache(training, sim::CacheCosts::host(rung.pinned));
+    std::printf("# fn pc operand executed hits use (model cost: none %.0f, compare everywhere %.0f, plan %.0f)\n",
+                plan.cost_none, plan.cost_all_compare, plan.cost_plan);
+    for (std::size_t i = 0; i < plan.sites.size(); ++i)
+      std::printf("%s %u %u %llu %llu %s\n", wl->module.functions[plan.sites[i].fn].name.c_str(), plan.sites[i].pc,
+                  plan.sites[i].operand, static_cast<unsigned long long>(training.executed[i]),
+                  static_cast<unsigned long long>(training.hits[i]), sim::cache_use_name(plan.use[i]));
+    return 0;
+  }
   if (mode == "stats") {
     for (const Rung& rung : kRungs) {
       const Outcome o = run_once(*wl, size, threads, rung, nullptr);
