@@ -43,11 +43,36 @@ struct RunOptions {
   std::string exec = "interp";
   bool verbose = false;
   bool no_paths = false;
+  std::vector<std::string> assume;  // allocation-marks
+  std::string cache = "everywhere";  // or "profile"
 };
 
 int fail(const std::string& msg) {
   fmt::print(stderr, "objprof run: {}\n", msg);
   return 1;
+}
+
+// The cache plan (sim/cache_plan.h) from an interpreted run of the workload at half the size.
+Result<std::shared_ptr<const sim::CachePlan>> train_cache_plan(const sim::LoadedWorkload& wl, const sim::HeapOptions& ho,
+                                                               sim::InterpOptions io, bool alloc_marks) {
+  ProfilerOptions po;
+  po.default_leak_printer = false;
+  po.on_leak = {};
+  po.mark_on_alloc = alloc_marks;
+  auto prof = Profiler::create(std::move(po));
+  if (!prof.ok()) return prof.error();
+  auto heap = sim::Heap::create(ho, prof->get());
+  if (!heap.ok()) return heap.error();
+  io.size = std::max<std::uint64_t>(1, io.size / 2);
+  io.profile_cache = true;
+  io.jit = nullptr;
+  io.cache_plan = nullptr;
+  auto interp = sim::Interpreter::create(wl.module, **heap, prof->get(), io);
+  if (!interp.ok()) return interp.error();
+  if (auto r = (*interp)->run("main"); !r.ok()) return r.error();
+  auto profile = (*interp)->cache_profile();
+  if (!profile.ok()) return profile.error();
+  return std::make_shared<const sim::CachePlan>(sim::plan_cache(*profile, sim::CacheCosts::host(false)));
 }
 
 int run(const RunOptions& o) {
@@ -86,6 +111,22 @@ int run(const RunOptions& o) {
   io.seed = o.seed;
   io.threads = o.threads;
   io.module_name = o.workload;
+  bool alloc_marks = false;
+  for (const std::string& a : o.assume) {
+    if (a == "allocation-marks") alloc_marks = true;
+    else return fail("--assume takes allocation-marks, not '" + a + "'");
+  }
+  io.allocation_marks = alloc_marks;
+  if (o.cache != "everywhere" && o.cache != "profile")
+    return fail("--cache must be everywhere or profile, not '" + o.cache + "'");
+  if (o.cache == "profile" && !io.barrier.cache)
+    return fail("--cache=profile: the barrier " + o.barrier + " has no cache to plan");
+  if (o.cache == "profile") {
+    // A tier-0 training run: interpreted, half the size, on a heap and profiler of its own.
+    auto plan = train_cache_plan(*wl, ho, io, alloc_marks);
+    if (!plan.ok()) return fail("--cache=profile: the training run failed: " + plan.error().message);
+    io.cache_plan = std::move(*plan);
+  }
   std::shared_ptr<sim::jit::Jit> jit;
   if (o.exec == "jit") {
     jit = sim::jit::make_jit();
@@ -95,6 +136,7 @@ int run(const RunOptions& o) {
   }
 
   ProfilerOptions po;
+  po.mark_on_alloc = alloc_marks;
   po.stale_after_epochs = o.stale_after;
   if (o.stale_bytes != "auto") {
     auto b = sim::parse_size(o.stale_bytes);
@@ -149,8 +191,15 @@ int run(const RunOptions& o) {
 
   fmt::print("objprof run: {} ({}), size {}, seed {}, {} thread{}\n", o.workload, wl->path, io.size, io.seed,
              io.threads, io.threads == 1 ? "" : "s");
-  fmt::print("  heap {} ({}), pass {}, barrier {}, GC_K {} epochs, tracking objects >= {} bytes\n",
-             sim::format_bytes(h.options().heap_bytes), o.gc, o.pass, o.barrier, o.stale_after, o.min_size);
+  fmt::print("  heap {} ({}), pass {}{}, barrier {}, GC_K {} epochs, tracking objects >= {} bytes\n",
+             sim::format_bytes(h.options().heap_bytes), o.gc, o.pass, alloc_marks ? " (allocations mark)" : "", o.barrier,
+             o.stale_after, o.min_size);
+  if (io.cache_plan) {
+    const sim::CachePlan& plan = *io.cache_plan;
+    fmt::print("  cache per site, from a training run at size {}: {} compare, {} store only, {} none of {} kept sites\n",
+               std::max<std::uint64_t>(1, io.size / 2), plan.count(sim::CacheUse::kCompare),
+               plan.count(sim::CacheUse::kStore), plan.count(sim::CacheUse::kNone), plan.use.size());
+  }
   if (jit) {
     const auto js = jit->stats();
     fmt::print("  exec jit: {} function{} compiled ({} bytes of code), {} interpreted\n", js.compiled,
@@ -220,6 +269,13 @@ const RegisterCommand kRun([](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--exec", opt->exec, "interp (the IR interpreter) or jit (compiled with asmjit; what it cannot compile is interpreted)");
   cmd->add_flag("--no-paths", opt->no_paths, "do not search paths from GC roots to the leaks (the sim's heap walker)");
   cmd->add_flag("--verbose", opt->verbose, "with --exec=jit: say which functions run compiled, and why the others do not");
+  cmd->add_option("--assume", opt->assume,
+                  "what the global pass may assume: allocation-marks (the profiler marks each new object, so a fresh "
+                  "object's first accesses need no barrier)")
+      ->delimiter(',');
+  cmd->add_option("--cache", opt->cache,
+                  "where the barrier's cache is used: everywhere (every kept site) or profile (per site, from a "
+                  "training run at half the size; interpreter and JIT)");
   return [opt] { return run(*opt); };
 });
 
