@@ -4,9 +4,12 @@
 //   no-barriers  profiler attached (allocation and GC hooks, bitmap harvest), no barrier emitted
 //   none         a barrier at every access site, no cache (pass none)
 //   caching      every access site, cache in the ThreadState field
-//   elim         the global elimination pass, no cache
-//   all          global pass and cache in the thread field (objprof run's default barrier)
-//   all-pinned   global pass, cache pinned in a register (the paper's r8), written back at calls
+//   elim         the global elimination pass (allocations mark their objects), no cache
+//   all-everywhere  global pass and the cache in the thread field at every kept site
+//   all          global pass and the cache where a training run at half the size says it pays
+//                (sim/cache_plan.h; docs/jit.md, "The cache per site")
+//   all-pinned   the same, cache pinned in a register (the paper's r8), written back at calls
+//   all-trace    all, writing the binary trace to a file (issue 13: the whole cost)
 //
 // The baseline keeps the profiler so that the ratios are the barriers' cost alone (the
 // interpreter ladder, bench_sim_ladder, measures against no profiler at all). One iteration is
@@ -30,9 +33,12 @@ const std::vector<LadderRung> kRungs = {
     {"no-barriers", true, false, PassKind::kNone, false},
     {"none", true, true, PassKind::kNone, false},
     {"caching", true, true, PassKind::kNone, true},
-    {"elim", true, true, PassKind::kGlobal, false},
-    {"all", true, true, PassKind::kGlobal, true},
-    {"all-pinned", true, true, PassKind::kGlobal, true, true},
+    // name, profiler, barriers, pass, cache, pinned, mark, alloc marks, planned, trace
+    {"elim", true, true, PassKind::kGlobal, false, false, objprof::MarkMode::kRacy, true},
+    {"all-everywhere", true, true, PassKind::kGlobal, true, false, objprof::MarkMode::kRacy, true},
+    {"all", true, true, PassKind::kGlobal, true, false, objprof::MarkMode::kRacy, true, true},
+    {"all-pinned", true, true, PassKind::kGlobal, true, true, objprof::MarkMode::kRacy, true, true},
+    {"all-trace", true, true, PassKind::kGlobal, true, false, objprof::MarkMode::kRacy, true, true, true},
 };
 
 const std::vector<objprof::bench::LadderWorkload> kWorkloads = {
@@ -60,5 +66,6 @@ void register_all() {
 
 int main(int argc, char** argv) {
   return objprof::bench::run_benchmarks(
-      argc, argv, register_all, {{"jit-ladder", "no-barriers", {"none", "caching", "elim", "all", "all-pinned"}, false, "process CPU", "min"}});
+      argc, argv, register_all, {{"jit-ladder", "no-barriers", {"none", "caching", "elim", "all-everywhere", "all", "all-pinned", "all-trace"}, false,
+                                          "process CPU", "min"}});
 }

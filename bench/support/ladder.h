@@ -6,7 +6,8 @@
 // shared, loaded machine does not add its preemptions to one rung and not another. Each rung
 // also reports the minimum over repetitions ("min"), which the ladders' ratio tables compare:
 // on a VM even CPU time varies by 10-25 % between identical runs, and that noise only adds. Racy
-// marking, no counters, no trace file: the rungs differ only in the barrier. Semispace heaps at
+// marking, no counters, no trace file unless the rung says so (LadderRung::trace): the other
+// rungs differ only in the barrier. Semispace heaps at
 // the workloads' `; @heap` defaults (small, like the paper's minimum heaps), so GCs are frequent.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include "perf_counters.h"
 #include "workloads.h"
 
+#include "sim/cache_training.h"
 #include "sim/heap.h"
 #include "sim/interp.h"
 #include "sim/workloads.h"
@@ -21,6 +23,13 @@
 #include <objprof/objprof.h>
 
 #include <benchmark/benchmark.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include <algorithm>
 #include <memory>
@@ -37,6 +46,9 @@ struct LadderRung {
   bool cache;
   bool pinned_cache = false;  // JIT only: the cache in a register instead of the thread field
   MarkMode mark = MarkMode::kRacy;  // interpreter only for kBuffered (the JIT emits racy/atomic)
+  bool alloc_marks = false;  // the profiler marks allocations and the pass assumes it
+  bool planned = false;      // the cache per site, from a training run at half the size (sim/cache_plan.h)
+  bool trace = false;        // write the binary trace to a file (timed: the writer runs in the hooks)
 };
 
 struct LadderWorkload {
@@ -48,6 +60,12 @@ struct LadderWorkload {
 // Makes the code generator of a rung (null: interpret). Every function must compile, or the
 // benchmark is skipped with an error: a mixed-mode run would not measure compiled code.
 using MakeGenerator = std::shared_ptr<sim::CodeGenerator> (*)(const LadderRung& rung);
+
+// A trace file of this process in the temporary directory (overwritten by each iteration).
+inline std::string temp_trace_path() {
+  const char* dir = std::getenv("TMPDIR");
+  return std::string(dir && *dir ? dir : "/tmp") + "/objprof-ladder-" + std::to_string(::getpid()) + ".trace";
+}
 
 inline void run_ladder_rung(benchmark::State& state, const sim::LoadedWorkload* wl, const LadderWorkload& setup,
                             const LadderRung& rung, MakeGenerator make_generator) {
@@ -63,12 +81,32 @@ inline void run_ladder_rung(benchmark::State& state, const sim::LoadedWorkload* 
   static const PerfCounters perf;
   perf.report_unavailable_once();
   PerfCounters::Counts events{};
+  std::shared_ptr<const sim::CachePlan> plan;
+  if (rung.planned) {
+    // A tier-0 training run, interpreted, at half the size; not timed.
+    sim::HeapOptions ho;
+    ho.heap_bytes = *heap_bytes;
+    sim::InterpOptions io;
+    io.pass = rung.pass;
+    io.allocation_marks = rung.alloc_marks;
+    io.size = std::max<std::uint64_t>(1, setup.size / 2);
+    io.threads = setup.threads;
+    auto profile = sim::train_cache_profile(wl->module, ho, io);
+    if (!profile.ok()) {
+      state.SkipWithError(("training run: " + profile.error().message).c_str());
+      return;
+    }
+    plan = std::make_shared<const sim::CachePlan>(sim::plan_cache(*profile, sim::CacheCosts::host(rung.pinned_cache)));
+  }
+  const std::string trace_path = rung.trace ? temp_trace_path() : std::string();
   for (auto _ : state) {
     std::unique_ptr<Profiler> profiler;
     if (rung.profiler) {
       ProfilerOptions po;
       po.default_leak_printer = false;
       po.on_leak = {};
+      po.mark_on_alloc = rung.alloc_marks;
+      po.trace_path = trace_path;
       profiler = std::move(*Profiler::create(std::move(po)));
     }
     sim::HeapOptions ho;
@@ -81,6 +119,8 @@ inline void run_ladder_rung(benchmark::State& state, const sim::LoadedWorkload* 
     }
     sim::InterpOptions io;
     io.pass = rung.pass;
+    io.allocation_marks = rung.alloc_marks;
+    io.cache_plan = plan;
     io.barrier = BarrierConfig{rung.cache, rung.mark, false};
     io.size = setup.size;
     io.threads = setup.threads;
@@ -100,11 +140,13 @@ inline void run_ladder_rung(benchmark::State& state, const sim::LoadedWorkload* 
     const PerfCounters::Counts c0 = perf.read();
     const double t0 = process_cpu_seconds();
     auto result = (*interp)->run("main");
+    // The trace's end (last chunk, close) is part of the run's cost.
+    const Status finished = profiler && rung.trace ? profiler->finish() : Status::Ok();
     const double t1 = process_cpu_seconds();
     const PerfCounters::Counts c1 = perf.read();
     for (int e = 0; e < PerfCounters::kEvents; ++e) events[e] += c1[e] - c0[e];
-    if (!result.ok()) {
-      state.SkipWithError(result.error().message.c_str());
+    if (!result.ok() || !finished.ok()) {
+      state.SkipWithError((result.ok() ? finished.error().message : result.error().message).c_str());
       return;
     }
     state.SetIterationTime(t1 - t0);
@@ -113,6 +155,7 @@ inline void run_ladder_rung(benchmark::State& state, const sim::LoadedWorkload* 
     accesses += s.accesses;
     barriers += s.barriers_executed;
   }
+  if (!trace_path.empty()) std::remove(trace_path.c_str());
   const double n = static_cast<double>(state.iterations());
   state.counters["gcs"] = static_cast<double>(gcs) / n;
   for (int e = 0; e < PerfCounters::kEvents; ++e)

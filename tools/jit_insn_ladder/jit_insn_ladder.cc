@@ -22,9 +22,11 @@
 // size (a tier-0 profile, not the measured input). The rungs with the pass run it under the
 // allocation-marks model (the profiler marks every new object, so a fresh object's first
 // accesses need no barrier; InterpOptions::allocation_marks), whose marks the whole-run count
-// includes.
+// includes. all-trace is all writing the binary trace to a file: the whole-run count then
+// includes the trace writer (compiled code is all's).
 // Racy marks, no counters, semispace heap at the workload's `; @heap` default, like the bench.
 #include "sim/jit/jit.h"
+#include "sim/cache_training.h"
 #include "sim/heap.h"
 #include "sim/interp.h"
 #include "sim/workloads.h"
@@ -32,6 +34,8 @@
 #include <objprof/objprof.h>
 
 #include <fmt/core.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -54,6 +58,7 @@ struct Rung {
   bool pinned;
   bool planned;  // the cache per site, from a training profile
   bool alloc_marks = false;  // the profiler marks allocations; the pass may assume it
+  bool trace = false;        // the binary trace written to a file in /tmp
 };
 const Rung kRungs[] = {
     {"no-barriers", false, ir::PassKind::kNone, false, false, false},
@@ -63,6 +68,7 @@ const Rung kRungs[] = {
     {"all-everywhere", true, ir::PassKind::kGlobal, true, false, false, true},
     {"all", true, ir::PassKind::kGlobal, true, false, true, true},
     {"all-pinned", true, ir::PassKind::kGlobal, true, true, true, true},
+    {"all-trace", true, ir::PassKind::kGlobal, true, false, true, true, true},
 };
 
 [[noreturn]] void die(const std::string& message) {
@@ -85,26 +91,51 @@ struct Outcome {
   std::vector<std::string> interpreted;  // functions the JIT declined
 };
 
-// The measured run of `main`, a function of its own so that callgrind (scripts/
-// jit_insn_ladder.sh, --toggle-collect) counts it and not a planned rung's training run.
-[[gnu::noinline]] Result<std::int64_t> measured_main(sim::Interpreter& interp) { return interp.run("main"); }
+// The measured run of `main` (and, with a trace, its end: the last chunk and the close), a
+// function of its own so that callgrind (scripts/jit_insn_ladder.sh, --toggle-collect) counts
+// it and not a planned rung's training run.
+[[gnu::noinline]] Result<std::int64_t> measured_main(sim::Interpreter& interp, Profiler& prof, bool trace) {
+  auto r = interp.run("main");
+  if (r.ok() && trace)
+    if (Status s = prof.finish(); !s.ok()) return s.error();
+  return r;
+}
 
-// One run of `main` with the rung's barrier; `code_ranges` non-null: compiled, ranges recorded.
-// `profile` non-null: interpreted, the cache profile recorded there.
-Outcome run_once(const sim::LoadedWorkload& wl, std::uint64_t size, std::uint32_t threads, const Rung& rung,
-                 std::vector<sim::jit::CodeRange>* code_ranges, sim::CacheProfile* profile = nullptr) {
-  ProfilerOptions po;
-  po.default_leak_printer = false;
-  po.on_leak = {};
-  po.mark_on_alloc = rung.alloc_marks;
-  auto prof = Profiler::create(std::move(po));
-  if (!prof.ok()) die(prof.error().message);
+// The semispace heap at the workload's default size.
+sim::HeapOptions heap_options(const sim::LoadedWorkload& wl) {
   auto heap_bytes = sim::parse_size(wl.default_heap.empty() ? "8M" : wl.default_heap);
   if (!heap_bytes.ok()) die(heap_bytes.error().message);
   sim::HeapOptions ho;
   ho.heap_bytes = *heap_bytes;
   ho.gc = sim::GcPolicy::kSemiSpace;
-  auto heap = sim::Heap::create(ho, prof->get());
+  return ho;
+}
+
+// A planned rung's training profile: interpreted, at half the size.
+sim::CacheProfile training_profile(const sim::LoadedWorkload& wl, std::uint64_t size, std::uint32_t threads,
+                                   const Rung& rung) {
+  sim::InterpOptions io;
+  io.pass = rung.pass;
+  io.allocation_marks = rung.alloc_marks;
+  io.size = std::max<std::uint64_t>(1, size / 2);
+  io.threads = threads;
+  auto profile = sim::train_cache_profile(wl.module, heap_options(wl), io);
+  if (!profile.ok()) die("training run: " + profile.error().message);
+  return std::move(*profile);
+}
+
+// One run of `main` with the rung's barrier; `code_ranges` non-null: compiled, ranges recorded.
+Outcome run_once(const sim::LoadedWorkload& wl, std::uint64_t size, std::uint32_t threads, const Rung& rung,
+                 std::vector<sim::jit::CodeRange>* code_ranges) {
+  ProfilerOptions po;
+  po.default_leak_printer = false;
+  po.on_leak = {};
+  po.mark_on_alloc = rung.alloc_marks;
+  const std::string trace_path = rung.trace ? fmt::format("/tmp/jit_insn_ladder-{}.trace", ::getpid()) : "";
+  po.trace_path = trace_path;
+  auto prof = Profiler::create(std::move(po));
+  if (!prof.ok()) die(prof.error().message);
+  auto heap = sim::Heap::create(heap_options(wl), prof->get());
   if (!heap.ok()) die(heap.error().message);
   sim::InterpOptions io;
   io.pass = rung.pass;
@@ -112,12 +143,9 @@ Outcome run_once(const sim::LoadedWorkload& wl, std::uint64_t size, std::uint32_
   io.barrier = BarrierConfig{rung.cache, MarkMode::kRacy, false};
   io.size = size;
   io.threads = threads;
-  io.profile_cache = profile != nullptr;
-  if (rung.planned && !profile) {
-    sim::CacheProfile training;
-    run_once(wl, std::max<std::uint64_t>(1, size / 2), threads, rung, nullptr, &training);
-    io.cache_plan = std::make_shared<sim::CachePlan>(sim::plan_cache(training, sim::CacheCosts::host(rung.pinned)));
-  }
+  if (rung.planned)
+    io.cache_plan = std::make_shared<sim::CachePlan>(
+        sim::plan_cache(training_profile(wl, size, threads, rung), sim::CacheCosts::host(rung.pinned)));
   if (code_ranges) {
     sim::jit::JitOptions jo;
     jo.barriers = rung.barriers;
@@ -130,16 +158,12 @@ Outcome run_once(const sim::LoadedWorkload& wl, std::uint64_t size, std::uint32_
   Outcome out;
   for (const auto& mode : (*interp)->function_modes())
     if (!mode.compiled) out.interpreted.push_back(mode.name + ": " + mode.reason);
-  auto r = profile ? (*interp)->run("main") : measured_main(**interp);
+  auto r = measured_main(**interp, **prof, rung.trace);
+  if (!trace_path.empty()) std::remove(trace_path.c_str());
   if (!r.ok()) die(r.error().message);
   out.result = *r;
   out.gcs = (*heap)->stats().gcs;
   out.stats = (*interp)->stats();
-  if (profile) {
-    auto p = (*interp)->cache_profile();
-    if (!p.ok()) die(p.error().message);
-    *profile = std::move(*p);
-  }
   return out;
 }
 
@@ -192,8 +216,7 @@ int main(int argc, char** argv) {
   if (mode == "plan") {
     // The training profile and the plan a planned rung would use for this size, per site.
     const Rung& rung = find_rung(rung_name);
-    sim::CacheProfile training;
-    run_once(*wl, std::max<std::uint64_t>(1, size / 2), threads, rung, nullptr, &training);
+    const sim::CacheProfile training = training_profile(*wl, size, threads, rung);
     const sim::CachePlan plan = sim::plan_cache(training, sim::CacheCosts::host(rung.pinned));
     std::printf("# fn pc operand executed hits use (model cost: none %.0f, compare everywhere %.0f, plan %.0f)\n",
                 plan.cost_none, plan.cost_all_compare, plan.cost_plan);

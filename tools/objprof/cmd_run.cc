@@ -6,6 +6,7 @@
 #include <objprof/objprof.h>
 
 #include "sim/jit/jit.h"
+#include "sim/cache_training.h"
 #include "sim/heap.h"
 #include "sim/heap_walker.h"
 #include "sim/interp.h"
@@ -50,29 +51,6 @@ struct RunOptions {
 int fail(const std::string& msg) {
   fmt::print(stderr, "objprof run: {}\n", msg);
   return 1;
-}
-
-// The cache plan (sim/cache_plan.h) from an interpreted run of the workload at half the size.
-Result<std::shared_ptr<const sim::CachePlan>> train_cache_plan(const sim::LoadedWorkload& wl, const sim::HeapOptions& ho,
-                                                               sim::InterpOptions io, bool alloc_marks) {
-  ProfilerOptions po;
-  po.default_leak_printer = false;
-  po.on_leak = {};
-  po.mark_on_alloc = alloc_marks;
-  auto prof = Profiler::create(std::move(po));
-  if (!prof.ok()) return prof.error();
-  auto heap = sim::Heap::create(ho, prof->get());
-  if (!heap.ok()) return heap.error();
-  io.size = std::max<std::uint64_t>(1, io.size / 2);
-  io.profile_cache = true;
-  io.jit = nullptr;
-  io.cache_plan = nullptr;
-  auto interp = sim::Interpreter::create(wl.module, **heap, prof->get(), io);
-  if (!interp.ok()) return interp.error();
-  if (auto r = (*interp)->run("main"); !r.ok()) return r.error();
-  auto profile = (*interp)->cache_profile();
-  if (!profile.ok()) return profile.error();
-  return std::make_shared<const sim::CachePlan>(sim::plan_cache(*profile, sim::CacheCosts::host(false)));
 }
 
 int run(const RunOptions& o) {
@@ -123,9 +101,11 @@ int run(const RunOptions& o) {
     return fail("--cache=profile: the barrier " + o.barrier + " has no cache to plan");
   if (o.cache == "profile") {
     // A tier-0 training run: interpreted, half the size, on a heap and profiler of its own.
-    auto plan = train_cache_plan(*wl, ho, io, alloc_marks);
-    if (!plan.ok()) return fail("--cache=profile: the training run failed: " + plan.error().message);
-    io.cache_plan = std::move(*plan);
+    sim::InterpOptions training = io;
+    training.size = std::max<std::uint64_t>(1, io.size / 2);
+    auto profile = sim::train_cache_profile(wl->module, ho, training);
+    if (!profile.ok()) return fail("--cache=profile: the training run failed: " + profile.error().message);
+    io.cache_plan = std::make_shared<const sim::CachePlan>(sim::plan_cache(*profile, sim::CacheCosts::host(false)));
   }
   std::shared_ptr<sim::jit::Jit> jit;
   if (o.exec == "jit") {
