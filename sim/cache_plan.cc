@@ -47,6 +47,7 @@ Status CacheProfile::merge(const CacheProfile& other) {
     hits[i] += other.hits[i];
   }
   for (const auto& [edge, n] : other.fed) fed[edge] += n;
+  unproduced_hits += other.unproduced_hits;
   return Status::Ok();
 }
 

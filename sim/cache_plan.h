@@ -55,6 +55,8 @@ struct CacheProfile {
   std::vector<std::uint64_t> executed, hits;  // per site id
   // (producer, consumer) -> hits at consumer that found the object producer had stored.
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> fed;
+  // Hits no site produced: null compared with an empty cache (the plan does not count on them).
+  std::uint64_t unproduced_hits = 0;
 
   std::uint64_t total_executed() const;
   std::uint64_t total_hits() const;

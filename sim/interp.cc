@@ -56,8 +56,10 @@ struct ThreadCtx final : RootProvider {
   std::uint32_t depth = 0;
   std::uint64_t instructions = 0, accesses = 0, barriers = 0, elided = 0;
   std::uint64_t gc_visits = 0;  // collections that scanned this thread (a `.nogc` check of compiled code)
-  // InterpOptions::profile_cache: the cache as if every kept site compared and stored. A GC
-  // empties it (the profiler resets every thread's cache), seen as a change of gc_visits.
+  // InterpOptions::profile_cache: the cache as if every kept site compared and stored, with the
+  // C++ barrier's rules: a hit when the object equals the cache (null too, while the cache is
+  // empty), a store only for an object in the heap (not null). A GC empties it (the profiler
+  // resets every thread's cache), seen as a change of gc_visits.
   struct {
     Address object = 0;
     std::uint32_t site = 0;
@@ -66,15 +68,20 @@ struct ThreadCtx final : RootProvider {
   } cache_sim;
   void profile_cache(std::uint32_t site, Address obj) {
     auto& c = cache_sim;
+    if (c.visits != gc_visits) {
+      c.object = 0;
+      c.visits = gc_visits;
+    }
     ++c.counts.executed[site];
-    if (obj == c.object && c.object != 0 && c.visits == gc_visits) {
+    if (obj == c.object) {
       ++c.counts.hits[site];
-      ++c.counts.fed[{c.site, site}];
+      if (obj == 0) ++c.counts.unproduced_hits;
+      else ++c.counts.fed[{c.site, site}];
       return;
     }
+    if (obj == 0) return;
     c.object = obj;
     c.site = site;
-    c.visits = gc_visits;
   }
   std::optional<Error> error;   // set by rt:: calls that fail; compiled code then returns 1
   void visit_roots(const RootFn& fn) override {
