@@ -4,6 +4,7 @@
 
 #include <boost/crc.hpp>
 
+#include <bit>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -58,35 +59,31 @@ struct ShiftTable {
   }
 };
 
-OBJPROF_CRC_TARGET std::uint32_t zeros(std::uint32_t s, std::size_t n) {
-  for (std::size_t i = 0; i < n / 8; ++i) s = step64(s, 0);
+// The state after n zero bytes, bit by bit (reflected CRC-32C, polynomial 0x82F63B78): what
+// the CRC instruction computes for zero data, in a form the compiler can evaluate.
+constexpr std::uint32_t zeros(std::uint32_t s, std::size_t n) {
+  for (std::size_t i = 0; i < 8 * n; ++i) s = (s >> 1) ^ ((s & 1u) != 0 ? 0x82F63B78u : 0u);
   return s;
 }
 
 // shift(x, n) is linear in x, so the 1024 entries follow from the 32 single-bit states: an
 // entry is the xor of the entries of its bits (one xor each, from the entry without its
-// lowest bit). Shifting every entry through n zero bytes instead cost ~2M instructions at the
-// first CRC of every process, a fixed cost that dominated short traced runs.
-OBJPROF_CRC_TARGET ShiftTable make_shift(std::size_t n) {
-  std::uint32_t bit[32];
+// lowest bit). Computed at compile time: built at run time by shifting every entry through n
+// zero bytes they cost ~2M instructions at the first CRC of every process, a fixed cost that
+// dominated short traced runs.
+constexpr ShiftTable make_shift(std::size_t n) {
+  std::uint32_t bit[32] = {};
   for (int j = 0; j < 32; ++j) bit[j] = zeros(std::uint32_t{1} << j, n);
-  ShiftTable st;
-  for (int k = 0; k < 4; ++k) {
-    st.t[k][0] = 0;
-    for (std::uint32_t b = 1; b < 256; ++b)
-      st.t[k][b] = st.t[k][b & (b - 1)] ^ bit[8 * k + static_cast<int>(__builtin_ctz(b))];
-  }
+  ShiftTable st{};
+  for (int k = 0; k < 4; ++k)
+    for (std::uint32_t b = 1; b < 256; ++b) st.t[k][b] = st.t[k][b & (b - 1)] ^ bit[8 * k + std::countr_zero(b)];
   return st;
 }
 
 struct Shifts {
-  ShiftTable one = make_shift(kStreamBytes), two = make_shift(2 * kStreamBytes);
+  ShiftTable one, two;
 };
-
-const Shifts& shifts() {
-  static const Shifts s;
-  return s;
-}
+constexpr Shifts kShifts{make_shift(kStreamBytes), make_shift(2 * kStreamBytes)};
 
 // One instruction stream, on the raw state.
 OBJPROF_CRC_TARGET std::uint32_t crc_hw1(const unsigned char* p, std::size_t size, std::uint32_t s) noexcept {
@@ -109,7 +106,7 @@ OBJPROF_CRC_TARGET std::uint32_t crc_hw3(const void* data, std::size_t size, std
   const auto* p = static_cast<const unsigned char*>(data);
   std::uint32_t s = ~crc;
   if (size >= 3 * kStreamBytes) {
-    const Shifts& sh = shifts();
+    const Shifts& sh = kShifts;
     while (size >= 3 * kStreamBytes) {
       std::uint32_t s1 = 0, s2 = 0;
       for (std::size_t i = 0; i < kStreamBytes; i += 8) {
