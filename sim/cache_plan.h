@@ -44,7 +44,7 @@ struct CacheCosts {
   // a pinned register (cmp; je), bounds as immediates; arm64 with the descriptor in a register
   // (ldr; cmp; b.eq from the field, cmp; b.eq pinned).
   static CacheCosts x86_64(bool /*pinned*/) noexcept { return {2, 1, 13}; }
-  static CacheCosts arm64(bool pinned) noexcept { return {pinned ? 2.0 : 3.0, 1, 14}; }
+  static CacheCosts arm64(bool pinned) noexcept { return {pinned ? 2.0 : 3.0, 1, 13}; }
   static CacheCosts host(bool pinned) noexcept;  // the ISA this build runs
 };
 

@@ -11,10 +11,9 @@
 //     cmp   x16, x17                      ;   one unsigned compare: below begin wraps, null too
 //     b.hs  done
 //     str   x1, [x19, #cache]             ; store the new cache
-//     lsr   x16, x16, #log2K              ; byte and bit
-//     ldr   x17, [desc, #bitmap]          ;   the active buffer, reloaded on every miss
-//     add   x17, x17, x16, lsr #3
-//     and   w16, w16, #7
+//     ldr   x17, [desc, #bitmap]          ; byte and bit: the active buffer, reloaded on every miss
+//     add   x17, x17, x16, lsr #(log2K+3)
+//     ubfx  w16, w16, #log2K, #3
 //     mov   w15, #1
 //     lsl   w16, w15, w16
 //     ldrb  w15, [x17]                    ; load/or/store the byte

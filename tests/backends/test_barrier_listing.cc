@@ -69,7 +69,7 @@ TEST_CASE("backends: arm64 racy barrier is the seed 001 section 2.3 sequence", "
       "movz", "sub", "movz", "cmp", "b.cs",         // range check against the space
       "ldr", "cmp", "b.eq",                         // compare with the cached object
       "str",                                        // store the new cache
-      "lsr", "ldr", "add", "and", "mov", "lsl",     // compute byte and bit
+      "ldr", "add", "ubfx", "mov", "lsl",           // compute byte and bit
       "ldrb", "orr", "strb",                        // load/or/store the byte
   };
   CHECK(l.mnemonics == expected);
@@ -80,13 +80,12 @@ TEST_CASE("backends: arm64 racy barrier is the seed 001 section 2.3 sequence", "
   CHECK(l.lines[5] == "ldr x17, [x19]");      // [tr, #cache]
   CHECK(l.lines[6] == "cmp x17, x1");
   CHECK(l.lines[8] == "str x1, [x19]");
-  CHECK(l.lines[9] == "lsr x16, x16, 3");     // granule
-  CHECK(l.lines[10] == "ldr x17, [x2, 16]");  // BarrierDescriptor::bitmap
-  CHECK(l.lines[11] == "add x17, x17, x16, 3");
-  CHECK(l.lines[12] == "and w16, w16, 7");
-  CHECK(l.lines[15] == "ldrb w15, [x17]");
-  CHECK(l.lines[16] == "orr w15, w15, w16");
-  CHECK(l.lines[17] == "strb w15, [x17]");
+  CHECK(l.lines[9] == "ldr x17, [x2, 16]");   // BarrierDescriptor::bitmap
+  CHECK(l.lines[10] == "add x17, x17, x16, 6");  // byte: offset >> (log2 K + 3)
+  CHECK(l.lines[11] == "ubfx w16, w16, 3, 3");   // bit: the granule's low three bits
+  CHECK(l.lines[14] == "ldrb w15, [x17]");
+  CHECK(l.lines[15] == "orr w15, w15, w16");
+  CHECK(l.lines[16] == "strb w15, [x17]");
 
   // The default order puts the cache compare first (a hit is three instructions); the rest
   // is the same sequence.
