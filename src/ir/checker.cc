@@ -70,6 +70,7 @@ class Machine {
       if (d.block < f.blocks.size() && d.kept) kept_[instr_base_[d.block] + d.instr] |= static_cast<std::uint8_t>(1u << d.operand);
     }
     regs_.resize(f.num_regs);
+    if (options.roots_marked) compute_liveness();
     max_steps_ = options.max_steps != 0 ? options.max_steps
                                         : static_cast<std::uint32_t>(std::min<std::size_t>(4 * f.blocks.size() + 16, 100000));
     externals_ = std::max<std::uint32_t>(1, options.external_objects);
@@ -167,6 +168,51 @@ class Machine {
     cache_ = kNull;
     *gc_here = true;
     if (report_ != nullptr) ++report_->gcs;
+    if (options_.roots_marked) mark_live_roots();
+  }
+
+  // Backward liveness over the CFG the runs follow, per block (live out), independent of the
+  // pass's own analyses: a register is live after an instruction if some path from there reads
+  // it before writing it.
+  void compute_liveness() {
+    const std::size_t n = f_.blocks.size();
+    words_ = (f_.num_regs + 63) / 64;
+    live_out_.assign(n * words_, 0);
+    std::vector<std::uint64_t> live_in(n * words_, 0), cur(words_);
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (std::size_t bi = n; bi-- > 0;) {
+        const auto b = static_cast<BlockId>(bi);
+        std::uint64_t* out = &live_out_[b * words_];
+        for (BlockId s : cfg_.succs[b])
+          for (std::size_t w = 0; w < words_; ++w) out[w] |= live_in[s * words_ + w];
+        std::copy(out, out + words_, cur.begin());
+        const auto& instrs = f_.blocks[b].instrs;
+        for (std::size_t i = instrs.size(); i-- > 0;) step_back(instrs[i], cur.data());
+        for (std::size_t w = 0; w < words_; ++w) {
+          if (cur[w] != live_in[b * words_ + w]) changed = true;
+          live_in[b * words_ + w] = cur[w];
+        }
+      }
+    }
+  }
+  static void set_bit(std::uint64_t* bits, Reg r) { bits[r / 64] |= 1ull << (r % 64); }
+  static void clear_bit(std::uint64_t* bits, Reg r) { bits[r / 64] &= ~(1ull << (r % 64)); }
+  // live before `in` from live after it.
+  static void step_back(const Instr& in, std::uint64_t* live) {
+    if (in.dst != kNoReg) clear_bit(live, in.dst);
+    for (Reg a : in.args) set_bit(live, a);
+  }
+
+  // The GC at the current instruction (cur_block_, cur_instr_; a callee's GC counts at the call)
+  // marks what the frame's live registers hold.
+  void mark_live_roots() {
+    const auto& instrs = f_.blocks[cur_block_].instrs;
+    roots_.assign(live_out_.begin() + cur_block_ * words_, live_out_.begin() + (cur_block_ + 1) * words_);
+    for (std::size_t i = instrs.size(); i-- > cur_instr_ + 1;) step_back(instrs[i], roots_.data());
+    if (instrs[cur_instr_].dst != kNoReg) clear_bit(roots_.data(), instrs[cur_instr_].dst);
+    for (Reg r = 0; r < f_.num_regs; ++r)
+      if (((roots_[r / 64] >> (r % 64)) & 1) && regs_[r] >= kFirstObject) mark(regs_[r]);
   }
 
   // Executes one block; returns true when the function returned.
@@ -174,6 +220,8 @@ class Machine {
     const Block& block = f_.blocks[b];
     for (std::uint32_t i = 0; i < block.instrs.size(); ++i) {
       const Instr& in = block.instrs[i];
+      cur_block_ = b;
+      cur_instr_ = i;
       unsigned na = num_accesses(in);
       std::uint8_t kept = kept_[instr_base_[b] + i];
       for (unsigned k = 0; k < na; ++k) {
@@ -294,6 +342,12 @@ class Machine {
   std::vector<std::uint64_t> marked_;  // object -> epoch in which it was last marked
   std::uint32_t max_steps_ = 0;
   std::uint32_t externals_ = 1;
+  // roots_marked: live registers after each block (words_ words per block), and the scratch
+  // set of one GC's roots; the instruction executing now.
+  std::size_t words_ = 0;
+  std::vector<std::uint64_t> live_out_, roots_;
+  BlockId cur_block_ = 0;
+  std::uint32_t cur_instr_ = 0;
   std::uint64_t clock_ = 0;
   std::uint64_t epoch_ = 0;
   std::uint64_t cache_ = kNull;
@@ -406,6 +460,7 @@ CheckOptions check_options_for(const ElimResult& decisions, std::uint32_t paths,
   o.gc_at_safepoints = decisions.safepoints == SafepointMode::kExact || decisions.pass == PassKind::kNone;
   o.allocation_marks = decisions.allocation_marks;
   o.receiver_marked = decisions.receiver_marked;
+  o.roots_marked = decisions.roots_marked;
   o.verify_returns = decisions.returns_marked;
   return o;
 }

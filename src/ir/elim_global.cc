@@ -29,7 +29,9 @@ class GlobalSolver {
     const std::size_t n = shape_.num_blocks();
     R_ = shape_.num_regs;
     W_ = (R_ + 63) / 64;
-    exact_ = options_.safepoints == SafepointMode::kExact;
+    // With root marks a GC re-marks every object a live register holds, so it kills no fact:
+    // facts are about values in registers, and a value accessed later is live across the GC.
+    exact_ = options_.safepoints == SafepointMode::kExact && !options_.roots_marked;
     mark_.assign(ssa_.values.size(), 0);
     origin_.assign(ssa_.values.size(), kNoSite);
     origin_reason_.assign(ssa_.values.size(), Reason::kAvailableAllPaths);
@@ -316,6 +318,7 @@ bool GlobalElimPass::run(FunctionAnalyses& am, ElimResult* out) {
   out->safepoints = options_.safepoints;
   out->allocation_marks = options_.allocation_marks;
   out->receiver_marked = options_.receiver_marked;
+  out->roots_marked = options_.roots_marked;
   const Cfg& cfg = am.cfg();
   for (AccessDecision& d : out->accesses) {
     d.reason = cfg.reachable(d.block) ? Reason::kNotAvailable : Reason::kUnreachable;

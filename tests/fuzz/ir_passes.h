@@ -16,15 +16,17 @@ inline void run_passes(const ir::Module& m) {
     if (!verify_function(f, &m).ok()) continue;  // only verified functions reach the passes
     (void)ir::print_function(f);
     for (ir::PassKind pass : {ir::PassKind::kNone, ir::PassKind::kPaper, ir::PassKind::kGlobal}) {
-      for (int variant = 0; variant < 4; ++variant) {
+      for (int variant = 0; variant < 6; ++variant) {
         const ir::SafepointMode mode = variant % 2 == 0 ? ir::SafepointMode::kExact : ir::SafepointMode::kPaper;
         // Variants 2 and 3 add the VM's promises (allocation marks, the receiver marked on
-        // entry); the checker holds the decisions to them and to any returns_marked claim.
+        // entry), 4 and 5 root marks too; the checker holds the decisions to them and to any
+        // returns_marked claim.
         if (variant >= 2 && pass != ir::PassKind::kGlobal) continue;
         ir::ElimOptions o;
         o.pass = pass;
         o.safepoints = mode;
         o.allocation_marks = o.receiver_marked = variant >= 2;
+        o.roots_marked = variant >= 4;
         o.paper_region_budget = 16;
         auto r = ir::run_elim(f, o, &m);
         if (!r.ok()) continue;

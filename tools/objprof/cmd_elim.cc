@@ -38,7 +38,7 @@ struct ElimArgs {
   std::string generate;  // SEED:COUNT:BLOCKS
   std::string shape = "mixed";
   std::uint32_t regs = 8;
-  std::vector<std::string> assume;   // allocation-marks, receiver
+  std::vector<std::string> assume;   // allocation-marks, receiver, root-marks
   std::vector<std::string> context;  // class inputs that join the program but are not reported
 };
 
@@ -65,6 +65,7 @@ int run_elim_command(const ElimArgs& args) {
   for (const std::string& a : args.assume) {
     options.allocation_marks |= a == "allocation-marks";
     options.receiver_marked |= a == "receiver";
+    options.roots_marked |= a == "root-marks";
   }
 
   // Inputs: (label, module) pairs; imported classes are kept whole (with their hierarchy) so
@@ -278,9 +279,10 @@ const RegisterCommand kRegisterElim([](CLI::App& app) -> std::function<int()> {
       ->check(CLI::IsMember({"exact", "summaries", "paper"}));
   sub->add_option("--assume", args->assume,
                   "what the VM guarantees: allocation-marks (the allocator marks new objects), receiver (a method is "
-                  "entered with its receiver marked by the caller's invoke)")
+                  "entered with its receiver marked by the caller's invoke), root-marks (each GC marks the objects its "
+                  "frames' live references hold, so GC points end no availability)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"allocation-marks", "receiver"}));
+      ->check(CLI::IsMember({"allocation-marks", "receiver", "root-marks"}));
   sub->add_option("--context", args->context,
                   "classes (.class/.jar/.jmod) that belong to the program for --safepoints=summaries but are not reported");
   sub->add_flag("--annotate", args->annotate, "print the IR with every access marked kept or removed (and why)");

@@ -13,7 +13,9 @@
 //    `gc_at_safepoints`): the bitmap and the cache are cleared and a new epoch starts. With a
 //    CallResolver, calls run their callees' GC points instead (see CheckOptions::calls).
 //  - With `allocation_marks`, `new` marks the fresh object; with `receiver_marked`, the
-//    receiver of a function that has one holds an object that is marked on entry.
+//    receiver of a function that has one holds an object that is marked on entry; with
+//    `roots_marked`, a GC marks the objects of the registers live across its GC point (the
+//    checker's own liveness: used later on some path, not redefined by the instruction).
 //  - After each access to an object, its bit must be set; otherwise that is a violation.
 // The first violation is shrunk (loops cut out of the path, unneeded GCs dropped, as long as a
 // violation remains) and reported as a path of blocks.
@@ -43,6 +45,11 @@ struct CheckOptions {
   // objects; the receiver is marked on entry (the caller's invoke accessed it).
   bool allocation_marks = false;
   bool receiver_marked = false;
+  // Each GC marks, in the epoch it starts, the objects held by the registers live across the GC
+  // point: live after the instruction, minus the register it defines (a GC inside a call or
+  // an allocation runs before the result exists). Only the checked function's frame: callees
+  // run for their GC points alone.
+  bool roots_marked = false;
   // The decisions claim the function returns marked objects (ElimResult::returns_marked): each
   // return of an object must find it marked, or that is a violation (site kNoSite). Calls
   // written `.marked` mark the object they return (their callees were checked this way).

@@ -57,8 +57,13 @@ struct ElimOptions {
   //  - receiver_marked: a function with a receiver is entered only through an invoke whose
   //    receiver access ran (or was covered) in the same epoch, with no GC point between that
   //    access and the function's first instruction; the receiver is available on entry.
+  //  - roots_marked: every collection marks, in the epoch it starts, each object that a
+  //    reference slot of a frame live across the GC point holds (what a precise collector
+  //    visits as stack roots anyway: Profiler::on_root). A value in a register survives a GC
+  //    point still marked, so GC points end no availability (docs/elimination.md).
   bool allocation_marks = false;
   bool receiver_marked = false;
+  bool roots_marked = false;
   // Global pass, for tests: recompute every block's exit facts with the full transfer and abort
   // if the closed-form block summaries the fixed point used disagree (an objprof bug).
   bool self_check = false;
@@ -93,6 +98,7 @@ struct ElimResult {
   SafepointMode safepoints = SafepointMode::kExact;
   bool allocation_marks = false;  // the assumptions the decisions rely on (ElimOptions)
   bool receiver_marked = false;
+  bool roots_marked = false;
   // Global pass: the function returns a value and, at every reachable return, that value is
   // marked in the current epoch. Callers may then mark their calls `.marked` (JvmProgram does);
   // the checker verifies it at each return when it is set.
