@@ -372,6 +372,15 @@ bool Heap::is_marked(Address a) const {
   return (marks_[g >> 6] >> (g & 63)) & 1;
 }
 
+void Heap::mark_frame_roots() {
+  for (Mutator* m : mutators_) {
+    if (!m->roots) continue;
+    m->roots->visit_named_roots([&](RootKind kind, std::uint64_t, Address target) {
+      if (kind == RootKind::kStackFrame) profiler_->on_root(target);
+    });
+  }
+}
+
 void Heap::visit_all_roots(const RootFn& fn) {
   for (Mutator* m : mutators_)
     if (m->roots) m->roots->visit_roots(fn);
@@ -436,6 +445,9 @@ Status Heap::do_collect(Collection c) {
       }
     }
     sweep_los(gc_);  // eagerly in every mode: few objects, and its free spans are a map
+    // Every object is at its final place now, and the mutators resume only after this (a lazy
+    // sweep's steps run in their allocations, later).
+    if (profiler_ && options_.mark_frame_roots) mark_frame_roots();
   }
   if (options_.gc == GcPolicy::kLazySweep && !gc_.compacted) {
     sweeping_ = true;

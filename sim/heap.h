@@ -116,6 +116,11 @@ struct HeapOptions {
   // Deaths go to the profiler as runs: adjacent dead objects as one on_free_range (sweeps, the
   // semispace's from-space walk, compaction). false: one on_free per dead object.
   bool free_ranges = true;
+  // Root marks (ir::ElimOptions::roots_marked): every collection hands each object a mutator
+  // frame references to Profiler::on_root, at its post-GC address, before the mutators resume,
+  // so code compiled under the root-marks model loses no mark. The interpreter's frames hold
+  // every register, live or not: more than the model needs, never less.
+  bool mark_frame_roots = false;
 };
 
 struct GcInfo {
@@ -292,6 +297,8 @@ class Heap {
   Status do_collect(Collection c);
   Status end_gc();
   void visit_all_roots(const RootFn& fn);
+  // HeapOptions::mark_frame_roots: Profiler::on_root for every object the mutators' frames hold.
+  void mark_frame_roots();
   void collect_semispace(GcInfo& info);
   void mark_marksweep();
   void sweep_los(GcInfo& info);

@@ -203,6 +203,7 @@ Status Interpreter::Impl::decode() {
   eo.pass = opt.pass;
   eo.safepoints = ir::SafepointMode::kExact;
   eo.allocation_marks = opt.allocation_marks;
+  eo.roots_marked = opt.roots_marked;
   std::uint32_t next_site = 1;
   fns.resize(module->functions.size());
   for (std::size_t fi = 0; fi < module->functions.size(); ++fi) {
@@ -714,6 +715,10 @@ Result<std::unique_ptr<Interpreter>> Interpreter::create(const ir::Module& modul
     return make_error(ErrorCode::kInvalidArgument,
                       "allocation_marks: the pass would assume that allocations mark their objects, but the profiler "
                       "was created without mark_on_alloc");
+  if (options.roots_marked && profiler && !heap.options().mark_frame_roots)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "roots_marked: the pass would assume that collections mark what the frames hold, but the heap "
+                      "was created without mark_frame_roots");
   if (options.profile_cache && options.jit)
     return make_error(ErrorCode::kInvalidArgument,
                       "profile_cache needs interpreted code (compiled code keeps no per-site counts); drop the JIT");

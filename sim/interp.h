@@ -39,6 +39,10 @@ struct InterpOptions {
   // (ir::ElimOptions::allocation_marks, docs/elimination.md "Safepoint models"): needs a
   // profiler created with ProfilerOptions::mark_on_alloc, whose on_alloc then marks it.
   bool allocation_marks = false;
+  // The global pass may assume root marks (ir::ElimOptions::roots_marked): GC points end no
+  // availability. Needs a heap created with HeapOptions::mark_frame_roots, whose collections
+  // then mark every object the frames hold.
+  bool roots_marked = false;
   BarrierConfig barrier{};
   std::uint64_t size = 1000;   // sys.param()
   std::uint64_t seed = 1;      // sys.rand()

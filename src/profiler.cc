@@ -52,6 +52,7 @@ struct CollectorLocal {
   std::vector<Address> frees;
   std::vector<FreeRangeLog> free_ranges;
   std::uint64_t moves_seen = 0, frees_seen = 0, free_ranges_seen = 0;  // every event, for ProfilerStats
+  std::uint64_t roots_seen = 0;
 };
 
 // What a tracked record's site_type names.
@@ -123,7 +124,7 @@ struct ProfilerState {
   std::uint64_t full_gc_after = 0;  // one past the epoch of the latest non-minor GC; 0: none yet
   std::vector<std::uint32_t> deferred_thread_ends;
   std::atomic<std::uint64_t> objects_tracked{0};
-  std::uint64_t leaks_reported = 0, bits_harvested = 0, moves = 0, frees = 0, free_ranges = 0;
+  std::uint64_t leaks_reported = 0, bits_harvested = 0, moves = 0, frees = 0, free_ranges = 0, root_marks = 0;
   std::vector<StaleObject> stale;  // scratch of the stale check
   std::unordered_map<std::uint64_t, Detection> detections;  // per (site, type) group
   std::uint64_t bytes_at_gc = 0;
@@ -313,13 +314,14 @@ bool Profiler::in_spaces(Address addr, std::uint64_t bytes) const noexcept {
 }
 
 // The barrier's mark, without its cache: an allocating thread's word may hold other threads'
-// marks, so the bit is set with a test-first fetch-or and none is lost.
-void Profiler::mark_allocation(Address addr) noexcept {
+// marks, so the bit is set with a test-first fetch-or and none is lost. False: in no space.
+bool Profiler::mark_object(Address addr) noexcept {
   for (const auto& bitmap : state_->bitmaps) {
     if (!bitmap->space().contains(addr)) continue;
     bitmap->mark<MarkMode::kAtomicTestFirst>(addr);
-    return;
+    return true;
   }
+  return false;
 }
 
 bool Profiler::check_alloc(ThreadState& thread, Address addr, std::uint64_t size) {
@@ -782,6 +784,18 @@ void Profiler::on_free_range(Address addr, std::uint64_t bytes) {
   if (state_->tracker.may_hold_range(addr, bytes)) local.free_ranges.push_back({addr, bytes});
 }
 
+void Profiler::on_root(Address addr) {
+  if (!in_gc_.load(std::memory_order_relaxed)) [[unlikely]] {
+    protocol_error("on_root", addr, "a root marked outside gc_begin/gc_end; the mark is dropped");
+    return;
+  }
+  if (!mark_object(addr)) [[unlikely]] {
+    protocol_error("on_root", addr, "the root does not point into a registered space; the mark is dropped");
+    return;
+  }
+  ++collector_local(*state_).roots_seen;
+}
+
 Status Profiler::gc_end() {
   if (!in_gc_.load()) return make_error(ErrorCode::kProtocol, fmt::format("gc_end in epoch {} without gc_begin", epoch()));
   ProfilerState& st = *state_;
@@ -801,7 +815,8 @@ Status Profiler::gc_end() {
     st.moves += local.moves_seen;
     st.frees += local.frees_seen;
     st.free_ranges += local.free_ranges_seen;
-    local.moves_seen = local.frees_seen = local.free_ranges_seen = 0;
+    st.root_marks += local.roots_seen;
+    local.moves_seen = local.frees_seen = local.free_ranges_seen = local.roots_seen = 0;
   }
   st.tracker.apply(moves, ranges, frees, free_ranges);
   if (st.checker) st.checker->gc_end();
@@ -926,6 +941,7 @@ ProfilerStats Profiler::stats() const {
   s.moves = st.moves;
   s.frees = st.frees;
   s.free_ranges = st.free_ranges;
+  s.root_marks = st.root_marks;
   if (st.writer) {
     s.trace_bytes = st.writer->bytes_written();
     s.trace_chunks = st.writer->chunks_written();

@@ -210,6 +210,7 @@ struct ProfilerStats {
   std::uint64_t bits_harvested = 0;      // marked granules over all epochs
   std::uint64_t moves = 0, frees = 0;
   std::uint64_t free_ranges = 0;         // on_free_range calls
+  std::uint64_t root_marks = 0;          // on_root calls that marked
   std::uint64_t trace_bytes = 0, trace_chunks = 0, trace_chunks_lost = 0;
   std::uint64_t tracker_bytes = 0;       // memory of the stale tracker's table
   std::uint64_t threads_attached = 0;    // ThreadStates alive now (detached ones are freed)
@@ -263,7 +264,7 @@ class Profiler {
         AccessBitmap::mark_granule<MarkMode::kAtomicTestFirst>(space_desc_->bitmap.load(std::memory_order_relaxed),
                                                                (addr - space_begin_) >> space_desc_->log2_granule);
       else
-        mark_allocation(addr);
+        (void)mark_object(addr);
     }
     if (EventBuffer* b = thread.buffer()) b->alloc(site, type, addr, size);
     if (size >= min_tracked_size_) track_alloc(thread, site, type, addr, size);
@@ -298,6 +299,15 @@ class Profiler {
   // one space and may cover free memory too; it must not cut an object in two (the hook
   // checker says so). bytes == 0 is a no-op.
   void on_free_range(Address addr, std::uint64_t bytes);
+  // Root marks (ir::ElimOptions::roots_marked, `objprof elim --assume=root-marks`): a collector
+  // that promises them calls this for every object a mutator frame's live reference slot holds,
+  // at the object's post-GC address, between gc_begin and gc_end and before the mutators resume.
+  // The object is marked in the epoch this GC starts, as a barrier would mark it, so code
+  // compiled under that model may keep a register's availability across GC points. An object
+  // held by a frame then counts as accessed at every GC (docs/elimination.md). Statics and
+  // handles are not frames: marking them would hide what a static structure leaks. Several
+  // collector threads may call it at once.
+  void on_root(Address addr);
   Status gc_end();
 
   // Flushes every buffer, writes the end record and syncs the trace. Idempotent. Called by
@@ -331,7 +341,7 @@ class Profiler {
   void write_thread_end(std::uint32_t id);
   void write_header_once();
   bool check_alloc(ThreadState& thread, Address addr, std::uint64_t size);
-  void mark_allocation(Address addr) noexcept;
+  bool mark_object(Address addr) noexcept;
   // [addr, addr + bytes) inside the only space (false with several spaces or none).
   bool in_the_space(Address addr, std::uint64_t bytes) const noexcept {
     const Address off = addr - space_begin_;

@@ -156,6 +156,52 @@ TEST_CASE("resize: a version 1 trace may not hold resize records", "[core][resiz
   CHECK(c.error().message.find("resize record in a version 1 trace") != std::string::npos);
 }
 
+TEST_CASE("on_root: a collector's root mark lands in the epoch the GC starts, at the address it gives",
+          "[core][on_root]") {
+  ProfilerRig r(1 << 16);
+  r.prof->on_alloc(*r.thread, 1, 1, r.at(0), 64);
+  r.prof->on_alloc(*r.thread, 1, 1, r.at(128), 64);
+  r.prof->on_alloc(*r.thread, 1, 1, r.at(256), 64);
+  r.touch(256);
+  REQUIRE(r.prof->gc_begin(GcKind::kFull).ok());  // epoch 0 ends: only the touch
+  r.prof->on_move(r.at(0), r.at(512));
+  r.prof->on_root(r.at(512));  // the frame's object, at its new address
+  r.prof->on_root(r.at(128));  // a root that did not move
+  REQUIRE(r.prof->gc_end().ok());
+  CHECK(r.prof->stats().bits_harvested == 1u);
+  CHECK(r.prof->stats().root_marks == 2u);
+  r.gc();  // epoch 1 ends: the two root marks
+  CHECK(r.prof->stats().bits_harvested == 3u);
+  r.gc();  // nothing: a root mark is for one epoch, like a barrier's
+  CHECK(r.prof->stats().bits_harvested == 3u);
+  CHECK(r.errors.empty());
+  auto a = r.analyze();
+  REQUIRE(a.objects.size() == 3);
+  CHECK(a.objects.access_count(0) == 1u);  // moved, then marked as a root
+  CHECK(a.objects.last_access(0) == 1u);
+  CHECK(a.objects.access_count(1) == 1u);
+  CHECK(a.objects.last_access(1) == 1u);
+  CHECK(a.objects.access_count(2) == 1u);
+  CHECK(a.objects.last_access(2) == 0u);
+}
+
+TEST_CASE("on_root: outside a GC or outside the spaces it is a protocol error and marks nothing", "[core][on_root]") {
+  ProfilerRig r(1 << 16, [](ProfilerOptions& o) { o.check_hooks = false; });
+  r.prof->on_alloc(*r.thread, 1, 1, r.at(0), 64);
+  r.prof->on_root(r.at(0));  // no GC running: it would land in the epoch being harvested
+  REQUIRE(r.errors.size() == 1);
+  CHECK(r.messages[0].find("outside gc_begin/gc_end") != std::string::npos);
+  REQUIRE(r.prof->gc_begin(GcKind::kFull).ok());
+  r.prof->on_root(r.at(0) + (1 << 20));  // beyond the space
+  REQUIRE(r.prof->gc_end().ok());
+  REQUIRE(r.errors.size() == 2);
+  CHECK(r.messages[1].find("registered space") != std::string::npos);
+  CHECK(r.prof->stats().root_marks == 0u);
+  CHECK(r.prof->stats().bits_harvested == 0u);
+  r.gc();
+  CHECK(r.prof->stats().bits_harvested == 0u);
+}
+
 TEST_CASE("mark_on_alloc: an allocation marks its object in the current epoch, as its first barrier would",
           "[core][mark_on_alloc]") {
   for (bool marks : {false, true}) {

@@ -1,8 +1,11 @@
-// The global pass under the allocation-marks model on the sim (InterpOptions::allocation_marks):
-// with the profiler marking every new object, removing the barriers of a fresh object's first
-// accesses loses no mark. Every epoch's access bitmap must equal that of a run with no
-// elimination at all (the same allocation marks), under every collector, interpreted and
-// compiled; and the model must actually remove barriers the exact model keeps.
+// The global pass under the VM's promises on the sim (docs/elimination.md "Safepoint models"):
+// - allocation marks (InterpOptions::allocation_marks): with the profiler marking every new
+//   object, removing the barriers of a fresh object's first accesses loses no mark;
+// - root marks (InterpOptions::roots_marked): with every collection marking what the frames
+//   hold (HeapOptions::mark_frame_roots), keeping availability across GC points loses no mark.
+// Every epoch's access bitmap must equal that of a run with no elimination at all (the same
+// VM: the same allocation and root marks), under every collector, interpreted and compiled;
+// and each model must actually remove barriers the exact model keeps.
 #include "sim/heap.h"
 #include "sim/interp.h"
 #include "sim/jit/jit.h"
@@ -29,7 +32,7 @@ struct Run {
 };
 
 Run run(const LoadedWorkload& wl, std::uint64_t size, std::uint64_t heap_bytes, GcPolicy gc, ir::PassKind pass,
-        bool alloc_marks, bool jit) {
+        bool alloc_marks, bool jit, bool roots_marked = false, bool heap_marks_roots = false) {
   ProfilerOptions po;
   po.default_leak_printer = false;
   po.on_leak = {};
@@ -42,11 +45,13 @@ Run run(const LoadedWorkload& wl, std::uint64_t size, std::uint64_t heap_bytes, 
   HeapOptions ho;
   ho.gc = gc;
   ho.heap_bytes = heap_bytes;
+  ho.mark_frame_roots = heap_marks_roots || roots_marked;
   auto heap = Heap::create(ho, prof->get());
   REQUIRE(heap.ok());
   InterpOptions io;
   io.pass = pass;
   io.allocation_marks = alloc_marks;
+  io.roots_marked = roots_marked;
   io.barrier = BarrierConfig{true, MarkMode::kRacy, false};
   io.size = size;
   if (jit) io.jit = jit::make_jit();
@@ -57,6 +62,8 @@ Run run(const LoadedWorkload& wl, std::uint64_t size, std::uint64_t heap_bytes, 
   Run out;
   out.result = *r;
   out.interp = (*interp)->stats();
+  REQUIRE((*prof)->protocol_status().ok());
+  if (ho.mark_frame_roots) CHECK((*prof)->stats().root_marks > 0);
   REQUIRE((*prof)->finish().ok());
   auto contents = trace::load(bytes->data());
   REQUIRE(contents.ok());
@@ -99,6 +106,67 @@ TEST_CASE("sim: the allocation-marks model removes more barriers and loses no ma
     }
   }
   CHECK(model_kept < exact_kept);
+}
+
+TEST_CASE("sim: the root-marks model removes more barriers and loses no mark", "[sim][elim]") {
+  std::uint64_t alloc_kept = 0, roots_kept = 0, alloc_static = 0, roots_static = 0;
+  struct W {
+    const char* name;
+    std::uint64_t size, heap, ms_heap;  // semispace; mark-sweep fills its larger space later
+  };
+  const W ws[] = {{"listleak", 150, 256 << 10, 256 << 10}, {"swapleak", 300, 256 << 10, 256 << 10},
+                  {"points", 60, 128 << 10, 128 << 10},    {"scimark", 32, 128 << 10, 64 << 10},
+                  {"graph", 60, 64 << 10, 64 << 10},       {"requests", 60, 128 << 10, 128 << 10}};
+  for (const W& w : ws) {
+    auto wl = load_workload(w.name);
+    REQUIRE(wl.ok());
+    for (GcPolicy gc : kAllGcPolicies) {
+      INFO(w.name << " " << gc_policy_name(gc));
+      const std::uint64_t heap = gc == GcPolicy::kSemiSpace ? w.heap : w.ms_heap;
+      // The same VM in every run: allocations and collections mark; only the pass differs.
+      const Run reference = run(*wl, w.size, heap, gc, ir::PassKind::kNone, false, false, false, true);
+      const Run alloc = run(*wl, w.size, heap, gc, ir::PassKind::kGlobal, true, false, false, true);
+      const Run model = run(*wl, w.size, heap, gc, ir::PassKind::kGlobal, true, false, true);
+      REQUIRE(reference.bitmaps.size() > 1);
+      CHECK(model.result == reference.result);
+      CHECK(alloc.bitmaps == reference.bitmaps);
+      CHECK(model.bitmaps == reference.bitmaps);
+      CHECK(model.interp.barriers_executed <= alloc.interp.barriers_executed);
+      CHECK(model.interp.static_kept <= alloc.interp.static_kept);
+      alloc_kept += alloc.interp.barriers_executed;
+      roots_kept += model.interp.barriers_executed;
+      alloc_static += alloc.interp.static_kept;
+      roots_static += model.interp.static_kept;
+      if (jit::jit_supported() && gc == GcPolicy::kSemiSpace) {
+        const Run compiled = run(*wl, w.size, heap, gc, ir::PassKind::kGlobal, true, true, true);
+        CHECK(compiled.bitmaps == reference.bitmaps);
+        CHECK(compiled.result == reference.result);
+      }
+    }
+  }
+  INFO("executed barriers: allocation marks " << alloc_kept << ", + root marks " << roots_kept);
+  CHECK(roots_kept < alloc_kept);
+  CHECK(roots_static < alloc_static);
+}
+
+TEST_CASE("sim: the root-marks model needs a heap that marks its frames' roots", "[sim][elim]") {
+  auto wl = load_workload("listleak");
+  REQUIRE(wl.ok());
+  ProfilerOptions po;
+  po.default_leak_printer = false;
+  po.on_leak = {};
+  auto prof = Profiler::create(std::move(po));
+  REQUIRE(prof.ok());
+  HeapOptions ho;
+  ho.heap_bytes = 128 << 10;
+  auto heap = Heap::create(ho, prof->get());
+  REQUIRE(heap.ok());
+  InterpOptions io;
+  io.pass = ir::PassKind::kGlobal;
+  io.roots_marked = true;
+  auto interp = Interpreter::create(wl->module, **heap, prof->get(), io);
+  REQUIRE_FALSE(interp.ok());
+  CHECK(interp.error().message.find("without mark_frame_roots") != std::string::npos);
 }
 
 TEST_CASE("sim: the allocation-marks model needs a profiler that marks allocations", "[sim][elim]") {

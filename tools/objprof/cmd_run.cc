@@ -44,7 +44,7 @@ struct RunOptions {
   std::string exec = "interp";
   bool verbose = false;
   bool no_paths = false;
-  std::vector<std::string> assume;  // allocation-marks
+  std::vector<std::string> assume;  // allocation-marks, root-marks
   std::string cache = "everywhere";  // or "profile"
 };
 
@@ -89,12 +89,15 @@ int run(const RunOptions& o) {
   io.seed = o.seed;
   io.threads = o.threads;
   io.module_name = o.workload;
-  bool alloc_marks = false;
+  bool alloc_marks = false, root_marks = false;
   for (const std::string& a : o.assume) {
     if (a == "allocation-marks") alloc_marks = true;
-    else return fail("--assume takes allocation-marks, not '" + a + "'");
+    else if (a == "root-marks") root_marks = true;
+    else return fail("--assume takes allocation-marks or root-marks, not '" + a + "'");
   }
   io.allocation_marks = alloc_marks;
+  io.roots_marked = root_marks;
+  ho.mark_frame_roots = root_marks;
   if (o.cache != "everywhere" && o.cache != "profile")
     return fail("--cache must be everywhere or profile, not '" + o.cache + "'");
   if (o.cache == "profile" && !io.barrier.cache)
@@ -171,9 +174,12 @@ int run(const RunOptions& o) {
 
   fmt::print("objprof run: {} ({}), size {}, seed {}, {} thread{}\n", o.workload, wl->path, io.size, io.seed,
              io.threads, io.threads == 1 ? "" : "s");
+  const char* assumed = alloc_marks && root_marks ? " (allocations and GCs' roots mark)"
+                        : alloc_marks               ? " (allocations mark)"
+                        : root_marks                ? " (GCs' roots mark)"
+                                                    : "";
   fmt::print("  heap {} ({}), pass {}{}, barrier {}, GC_K {} epochs, tracking objects >= {} bytes\n",
-             sim::format_bytes(h.options().heap_bytes), o.gc, o.pass, alloc_marks ? " (allocations mark)" : "", o.barrier,
-             o.stale_after, o.min_size);
+             sim::format_bytes(h.options().heap_bytes), o.gc, o.pass, assumed, o.barrier, o.stale_after, o.min_size);
   if (io.cache_plan) {
     const sim::CachePlan& plan = *io.cache_plan;
     fmt::print("  cache per site, from a training run at size {}: {} compare, {} store only, {} none of {} kept sites\n",
@@ -251,7 +257,8 @@ const RegisterCommand kRun([](CLI::App& app) -> std::function<int()> {
   cmd->add_flag("--verbose", opt->verbose, "with --exec=jit: say which functions run compiled, and why the others do not");
   cmd->add_option("--assume", opt->assume,
                   "what the global pass may assume: allocation-marks (the profiler marks each new object, so a fresh "
-                  "object's first accesses need no barrier)")
+                  "object's first accesses need no barrier), root-marks (each GC marks what the frames hold, so GC "
+                  "points end no availability)")
       ->delimiter(',');
   cmd->add_option("--cache", opt->cache,
                   "where the barrier's cache is used: everywhere (every kept site) or profile (per site, from a "
