@@ -654,7 +654,6 @@ Status Profiler::gc_begin(GcKind kind) {
     st.clocks.record_program(e, bytes);
     rebind_detached_owners(st);
   }
-  st.tracker.build_filter();
   st.bytes_at_gc = bytes;
   std::lock_guard<std::mutex> lock(st.control_mutex);
   // From here to gc_end, what mutators write (a sweep that runs between their steps) belongs

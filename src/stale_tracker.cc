@@ -39,37 +39,73 @@ void StaleTracker::set_spaces(std::vector<HeapSpace> spaces) {
   mask_.assign(spaces_.size(), 0);
   new_addr_.assign(spaces_.size(), {});
   next_.assign(spaces_.size(), {});
-  filter_.assign(spaces_.size(), {});
-  filter_set_.assign(spaces_.size(), {});
-  for (FreedBits& b : freed_)
-    if (b.words) munmap(b.words, b.bytes);
-  freed_.assign(spaces_.size(), {});
-  region_shift_.assign(spaces_.size(), kMinRegionShift);
-  for (std::size_t s = 0; s < spaces_.size(); ++s) {
-    const std::uint64_t bytes = spaces_[s].size();
-    region_shift_[s] = std::max(region_shift_[s], spaces_[s].log2_alignment());
-    while ((bytes >> region_shift_[s]) > kMaxRegions) ++region_shift_[s];
-  }
-  filter_empty_ = true;
+  starts_.clear();
+  starts_.resize(spaces_.size());
+  freed_.clear();
+  freed_.resize(spaces_.size());
+  exact_starts_ = true;
+  conflicts_pending_ = false;
 }
 
-void StaleTracker::build_filter() {
-  filter_empty_ = true;
-  for (std::size_t s = 0; s < spaces_.size(); ++s) {
-    std::vector<std::uint64_t>& f = filter_[s];
-    for (std::uint32_t w : filter_set_[s]) f[w] = 0;
-    filter_set_[s].clear();
-    if (tables_[s].empty()) continue;
-    filter_empty_ = false;
-    if (f.empty()) f.assign(((spaces_[s].size() >> region_shift_[s]) >> 6) + 1, 0);
-    const unsigned shift = region_shift_[s] - spaces_[s].log2_alignment();
-    for (const TrackedRecord& r : tables_[s]) {
-      const std::uint64_t region = std::uint64_t{r.granule} >> shift;
-      std::uint64_t& word = f[region >> 6];
-      if (word == 0) filter_set_[s].push_back(static_cast<std::uint32_t>(region >> 6));
-      word |= std::uint64_t{1} << (region & 63);
-    }
+StaleTracker::GranuleBits& StaleTracker::GranuleBits::operator=(GranuleBits&& o) noexcept {
+  if (this != &o) {
+    if (words_) munmap(words_, bytes_);
+    words_ = std::exchange(o.words_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
   }
+  return *this;
+}
+
+StaleTracker::GranuleBits::~GranuleBits() {
+  if (words_) munmap(words_, bytes_);
+}
+
+bool StaleTracker::GranuleBits::ensure(std::uint64_t granules) noexcept {
+  if (words_) return true;
+  const auto bytes = static_cast<std::size_t>((granules + 64) / 64 * 8);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return false;
+  words_ = static_cast<std::uint64_t*>(p);
+  bytes_ = bytes;
+  return true;
+}
+
+void StaleTracker::GranuleBits::set_span(std::uint64_t g0, std::uint64_t g1) noexcept {
+  const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
+  const std::uint64_t head = ~std::uint64_t{0} << (g0 & 63), tail = ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
+  if (first == last) {
+    words_[first] |= head & tail;
+    return;
+  }
+  words_[first] |= head;
+  for (std::uint64_t i = first + 1; i < last; ++i) words_[i] = ~std::uint64_t{0};
+  words_[last] |= tail;
+}
+
+void StaleTracker::GranuleBits::clear_span(std::uint64_t g0, std::uint64_t g1) noexcept {
+  std::fill(words_ + (g0 >> 6), words_ + ((g1 - 1) >> 6) + 1, std::uint64_t{0});
+}
+
+bool StaleTracker::GranuleBits::any_in(std::uint64_t g0, std::uint64_t g1) const noexcept {
+  if (g0 >= g1) return false;
+  const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
+  const std::uint64_t head = ~std::uint64_t{0} << (g0 & 63), tail = ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
+  if (first == last) return (words_[first] & head & tail) != 0;
+  if (words_[first] & head) return true;
+  for (std::uint64_t i = first + 1; i < last; ++i)
+    if (words_[i]) return true;
+  return (words_[last] & tail) != 0;
+}
+
+void StaleTracker::claim_start(std::size_t s, std::uint64_t g) noexcept {
+  if (!exact_starts_) return;
+  GranuleBits& b = starts_[s];
+  if (!b.ensure(spaces_[s].granule_count())) {
+    exact_starts_ = false;  // the filter lets everything through from now on
+    return;
+  }
+  if (b.test(g)) conflicts_pending_ = true;
+  b.set(g);
 }
 
 int StaleTracker::space_of(Address a) const noexcept {
@@ -78,7 +114,36 @@ int StaleTracker::space_of(Address a) const noexcept {
   return -1;
 }
 
+std::uint64_t StaleTracker::add_to_the_space(std::span<const PendingTracked> objects) {
+  const HeapSpace& space = spaces_[0];
+  const Address begin = space.begin();
+  const std::uint64_t bytes = space.size();
+  const unsigned lg = space.log2_alignment();
+  std::vector<TrackedRecord>& t = tables_[0];
+  const std::size_t old = t.size();
+  t.resize(old + objects.size());
+  TrackedRecord* out = t.data() + old;
+  std::uint64_t* words = starts_[0].words();
+  std::uint64_t seen = 0;
+  for (const PendingTracked& p : objects) {
+    const Address off = p.addr - begin;
+    if (off >= bytes) continue;
+    const std::uint64_t g = off >> lg;
+    const std::uint64_t bit = std::uint64_t{1} << (g & 63);
+    seen |= words[g >> 6] & bit;
+    words[g >> 6] |= bit;
+    *out++ = TrackedRecord{static_cast<std::uint32_t>(g), p.site_type, p.size_granules & kSizeMask, p.birth_epoch};
+  }
+  if (seen) conflicts_pending_ = true;
+  const auto added = static_cast<std::uint64_t>(out - (t.data() + old));
+  t.resize(old + added);
+  return added;
+}
+
 std::uint64_t StaleTracker::add(std::span<const PendingTracked> objects) {
+  if (objects.empty()) return 0;
+  if (spaces_.size() == 1 && exact_starts_ && starts_[0].ensure(spaces_[0].granule_count()))
+    return add_to_the_space(objects);
   std::uint64_t added = 0;
   // Appended after the older records, so a duplicate granule keeps the newer one at apply();
   // the tables keep their capacity from GC to GC, so steady-state adds do not allocate.
@@ -86,8 +151,9 @@ std::uint64_t StaleTracker::add(std::span<const PendingTracked> objects) {
     const int si = space_of(p.addr);
     if (si < 0) continue;
     const auto s = static_cast<std::size_t>(si);
-    tables_[s].push_back(TrackedRecord{static_cast<std::uint32_t>(spaces_[s].granule_of(p.addr)), p.site_type,
-                                       p.size_granules & kSizeMask, p.birth_epoch});
+    const std::uint64_t g = spaces_[s].granule_of(p.addr);
+    claim_start(s, g);
+    tables_[s].push_back(TrackedRecord{static_cast<std::uint32_t>(g), p.site_type, p.size_granules & kSizeMask, p.birth_epoch});
     ++added;
   }
   return added;
@@ -107,22 +173,29 @@ std::uint64_t StaleTracker::resize(std::span<const PendingResize> resizes) {
     last[n++] = last[i];
   }
   last.resize(n);
-  // Every space gets an index, empty ones too: a record started below makes its table non-empty,
-  // and the next lookup in it must find an (empty) index rather than none.
-  for (std::size_t s = 0; s < tables_.size(); ++s) build_index(s);
+  // Records to update are found through an index; when no resized object is tracked yet (the
+  // start bits say so exactly), none is needed. Every space gets an index, empty ones too: a
+  // record started below makes its table non-empty, and the next lookup in it must find an
+  // (empty) index rather than none.
+  const bool find = std::any_of(last.begin(), last.end(), [&](const PendingResize& r) { return may_hold(r.addr); });
+  if (find)
+    for (std::size_t s = 0; s < tables_.size(); ++s) build_index(s);
   std::uint64_t started = 0;
   for (const PendingResize& r : last) {
     std::size_t s = 0;
-    if (const std::int64_t i = locate(r.addr, s); i >= 0) {
-      TrackedRecord& rec = tables_[s][static_cast<std::size_t>(i)];
-      rec.size_flags = (rec.size_flags & kReported) | (r.size_granules & kSizeMask);
-      continue;
+    if (find) {
+      if (const std::int64_t i = locate(r.addr, s); i >= 0) {
+        TrackedRecord& rec = tables_[s][static_cast<std::size_t>(i)];
+        rec.size_flags = (rec.size_flags & kReported) | (r.size_granules & kSizeMask);
+        continue;
+      }
     }
     const int si = space_of(r.addr);
     if (si < 0) continue;
     s = static_cast<std::size_t>(si);
-    tables_[s].push_back(TrackedRecord{static_cast<std::uint32_t>(spaces_[s].granule_of(r.addr)), r.site_type,
-                                       r.size_granules & kSizeMask, r.epoch});
+    const std::uint64_t g = spaces_[s].granule_of(r.addr);
+    claim_start(s, g);
+    tables_[s].push_back(TrackedRecord{static_cast<std::uint32_t>(g), r.site_type, r.size_granules & kSizeMask, r.epoch});
     ++started;
   }
   return started;
@@ -183,24 +256,27 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const MoveLog> moves, st
                                               std::span<const Address> frees, std::span<const FreeRangeLog> free_ranges) {
   ApplyResult res;
   bool any = false;
-  for (std::size_t s = 0; s < tables_.size(); ++s) {
-    any |= !tables_[s].empty();
-    if (!tables_[s].empty()) res.conflicts += build_index(s);
-  }
+  for (const auto& t : tables_) any |= !t.empty();
   if (!any) return res;  // nothing tracked: the GC's events concern no record
+  bool bits_mapped = true;
+  for (std::size_t s = 0; s < tables_.size(); ++s)
+    if (!tables_[s].empty()) bits_mapped &= freed_[s].ensure(spaces_[s].granule_count());
+  if (moves.empty() && ranges.empty() && !conflicts_pending_ && exact_starts_ && bits_mapped) {
+    // Nothing moved and every start is claimed once: deaths are bits, and one pass over each
+    // table drops the dead with their start bits. No index.
+    for (std::size_t s = 0; s < tables_.size(); ++s)
+      if (!tables_[s].empty()) res.freed += kill_freed(s, frees, free_ranges, true);
+    return res;
+  }
+  for (std::size_t s = 0; s < tables_.size(); ++s)
+    if (!tables_[s].empty()) res.conflicts += build_index(s);
+  conflicts_pending_ = false;
   // Lookups use pre-GC addresses, so new addresses go to a side array and are applied after
   // every lookup is done (a sliding collector's `to` can be another object's `from`).
   for (std::size_t s = 0; s < tables_.size(); ++s) new_addr_[s].assign(tables_[s].size(), 0);
-  for (Address a : frees) {
-    std::size_t s = 0;
-    if (const std::int64_t i = locate(a, s); i >= 0) {
-      tables_[s][static_cast<std::size_t>(i)].site_type = kDead;
-      ++res.freed;
-    }
-  }
-  if (!free_ranges.empty()) {
-    for (std::size_t s = 0; s < tables_.size(); ++s)
-      if (!tables_[s].empty()) res.freed += kill_in_ranges(s, free_ranges);
+  for (std::size_t s = 0; s < tables_.size(); ++s) {
+    if (tables_[s].empty()) continue;
+    res.freed += kill_freed(s, frees, free_ranges, false);  // by search if the bits could not be mapped
   }
   bool moved_any = false;
   for (const MoveLog& m : moves) {
@@ -227,42 +303,54 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const MoveLog> moves, st
       }
     }
   }
+  // The start bits follow: every pre-GC start goes, the survivors' (post-GC) starts come back.
+  if (exact_starts_)
+    for (std::size_t s = 0; s < tables_.size(); ++s)
+      if (starts_[s].mapped())
+        for (const TrackedRecord& r : tables_[s]) starts_[s].clear(r.granule);
   if (!moved_any) {
     // Non-moving GC: drop the dead in place.
     for (auto& t : tables_) std::erase_if(t, [](const TrackedRecord& r) { return r.site_type == kDead; });
-    return res;
-  }
-  // Rebuild the tables: drop the dead, re-home the moved (possibly into another space).
-  for (std::size_t s = 0; s < tables_.size(); ++s) {
-    next_[s].clear();
-    next_[s].reserve(tables_[s].size());
-  }
-  for (std::size_t s = 0; s < tables_.size(); ++s) {
-    for (std::size_t i = 0; i < tables_[s].size(); ++i) {
-      TrackedRecord r = tables_[s][i];
-      if (r.site_type == kDead) continue;
-      const Address to_addr = new_addr_[s][i];
-      if (to_addr == 0) {
-        next_[s].push_back(r);
-        continue;
-      }
-      const int to = space_of(to_addr);
-      if (to < 0) {
-        ++res.left_spaces;
-        continue;
-      }
-      r.granule = static_cast<std::uint32_t>(spaces_[static_cast<std::size_t>(to)].granule_of(to_addr));
-      next_[static_cast<std::size_t>(to)].push_back(r);
+  } else {
+    // Rebuild the tables: drop the dead, re-home the moved (possibly into another space).
+    for (std::size_t s = 0; s < tables_.size(); ++s) {
+      next_[s].clear();
+      next_[s].reserve(tables_[s].size());
     }
+    for (std::size_t s = 0; s < tables_.size(); ++s) {
+      for (std::size_t i = 0; i < tables_[s].size(); ++i) {
+        TrackedRecord r = tables_[s][i];
+        if (r.site_type == kDead) continue;
+        const Address to_addr = new_addr_[s][i];
+        if (to_addr == 0) {
+          next_[s].push_back(r);
+          continue;
+        }
+        const int to = space_of(to_addr);
+        if (to < 0) {
+          ++res.left_spaces;
+          continue;
+        }
+        r.granule = static_cast<std::uint32_t>(spaces_[static_cast<std::size_t>(to)].granule_of(to_addr));
+        next_[static_cast<std::size_t>(to)].push_back(r);
+      }
+    }
+    for (std::size_t s = 0; s < tables_.size(); ++s) std::swap(tables_[s], next_[s]);
   }
-  for (std::size_t s = 0; s < tables_.size(); ++s) std::swap(tables_[s], next_[s]);
+  // Two survivors at one place (moved onto each other, or onto an object that stayed) claim
+  // one start twice: the next apply() finds them through the index.
+  for (std::size_t s = 0; s < tables_.size(); ++s)
+    for (const TrackedRecord& r : tables_[s]) claim_start(s, r.granule);
   return res;
 }
 
-// The ranges become bits, one per granule (mapped on first use, the words set cleared after),
-// and each record tests the bit of its first granule: O(records + freed bytes / 512) and no
-// search, however many ranges a GC reports (a lazy sweep reports one per step).
-std::uint64_t StaleTracker::kill_in_ranges(std::size_t s, std::span<const FreeRangeLog> runs) {
+// The GC's deaths become bits, one per granule (mapped on first use, the words set cleared
+// after): a freed address sets its granule's bit, a freed range the bits of the granules that
+// start in it. Each record then tests the bit of its first granule: O(records + deaths +
+// freed bytes / 512) and no search or index, however many frees and ranges a GC reports (a
+// lazy sweep reports a range per step).
+std::uint64_t StaleTracker::kill_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs,
+                                       bool erase) {
   const HeapSpace& space = spaces_[s];
   const unsigned lg = space.log2_alignment();
   const std::uint64_t granules = space.granule_count();
@@ -276,54 +364,72 @@ std::uint64_t StaleTracker::kill_in_ranges(std::size_t s, std::span<const FreeRa
     g1 = std::min((end + (std::uint64_t{1} << lg) - 1) >> lg, granules);
     return g0 < g1;
   };
-  FreedBits& bits = freed_[s];
-  if (!bits.words) {
-    bits.bytes = static_cast<std::size_t>((granules + 63) / 64 * 8);
-    void* p = mmap(nullptr, bits.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) {
-      bits.bytes = 0;
-      return kill_in_ranges_by_search(s, runs);
-    }
-    bits.words = static_cast<std::uint64_t*>(p);
-  }
-  std::uint64_t* w = bits.words;
+  auto start_of = [&](Address a, std::uint64_t& g) {
+    if (!space.contains(a) || !space.is_aligned(a)) return false;
+    g = space.granule_of(a);
+    return true;
+  };
+  GranuleBits& bits = freed_[s];
+  if (!bits.ensure(granules)) return kill_freed_by_search(s, frees, runs);
   bool any = false;
+  for (Address a : frees) {
+    std::uint64_t g = 0;
+    if (!start_of(a, g)) continue;
+    bits.set(g);
+    any = true;
+  }
   for (const FreeRangeLog& run : runs) {
     std::uint64_t g0 = 0, g1 = 0;
     if (!span_of(run, g0, g1)) continue;
+    bits.set_span(g0, g1);
     any = true;
-    const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
-    const std::uint64_t head = ~std::uint64_t{0} << (g0 & 63), tail = ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
-    if (first == last) {
-      w[first] |= head & tail;
-      continue;
-    }
-    w[first] |= head;
-    for (std::uint64_t i = first + 1; i < last; ++i) w[i] = ~std::uint64_t{0};
-    w[last] |= tail;
   }
   if (!any) return 0;
   std::uint64_t freed = 0;
-  for (TrackedRecord& r : tables_[s]) {
-    if (r.site_type == kDead || ((w[r.granule >> 6] >> (r.granule & 63)) & 1) == 0) continue;
-    r.site_type = kDead;
-    ++freed;
+  std::vector<TrackedRecord>& t = tables_[s];
+  if (erase) {
+    GranuleBits& starts = starts_[s];
+    std::erase_if(t, [&](const TrackedRecord& r) {
+      if (r.site_type == kDead) return true;
+      if (!bits.test(r.granule)) return false;
+      starts.clear(r.granule);
+      ++freed;
+      return true;
+    });
+  } else {
+    for (TrackedRecord& r : t) {
+      if (r.site_type == kDead || !bits.test(r.granule)) continue;
+      r.site_type = kDead;
+      ++freed;
+    }
+  }
+  for (Address a : frees) {
+    std::uint64_t g = 0;
+    if (start_of(a, g)) bits.clear(g);
   }
   for (const FreeRangeLog& run : runs) {
     std::uint64_t g0 = 0, g1 = 0;
-    if (!span_of(run, g0, g1)) continue;
-    std::fill(w + (g0 >> 6), w + ((g1 - 1) >> 6) + 1, std::uint64_t{0});
+    if (span_of(run, g0, g1)) bits.clear_span(g0, g1);
   }
   return freed;
 }
 
-// Without the bits (they could not be mapped): each record looks its address up among the
-// runs sorted by start.
-std::uint64_t StaleTracker::kill_in_ranges_by_search(std::size_t s, std::span<const FreeRangeLog> free_ranges) {
+// Without the bits (they could not be mapped): the index finds each freed start, and each record
+// looks its address up among the runs sorted by start. Marks the dead; needs build_index.
+std::uint64_t StaleTracker::kill_freed_by_search(std::size_t s, std::span<const Address> frees,
+                                                 std::span<const FreeRangeLog> free_ranges) {
+  std::uint64_t freed = 0;
+  for (Address a : frees) {
+    std::size_t fs = 0;
+    if (const std::int64_t i = locate(a, fs); i >= 0 && fs == s) {
+      tables_[s][static_cast<std::size_t>(i)].site_type = kDead;
+      ++freed;
+    }
+  }
   std::vector<FreeRangeLog>& runs = free_scratch_;
   runs.assign(free_ranges.begin(), free_ranges.end());
   sort_runs(runs);
-  std::uint64_t freed = 0;
+  if (runs.empty()) return freed;
   for (TrackedRecord& r : tables_[s]) {
     if (r.site_type == kDead || !run_containing(runs, spaces_[s].address_of(r.granule))) continue;
     r.site_type = kDead;
@@ -332,10 +438,7 @@ std::uint64_t StaleTracker::kill_in_ranges_by_search(std::size_t s, std::span<co
   return freed;
 }
 
-StaleTracker::~StaleTracker() {
-  for (FreedBits& b : freed_)
-    if (b.words) munmap(b.words, b.bytes);
-}
+StaleTracker::~StaleTracker() = default;
 
 std::uint64_t StaleTracker::live() const noexcept {
   std::uint64_t n = 0;

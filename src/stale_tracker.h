@@ -1,11 +1,13 @@
 // StaleTracker (private): the online leak detector's table. One table per space, each a
 // vector of 16-byte records in no particular order, so the profiler keeps 16 bytes per tracked
-// object beyond the bitmap. Updates from the hooks are logged and applied in bulk at GC:
-// new objects are appended at gc_begin, the epoch's access bits applied to every record, and
-// at gc_end one open-addressing index (granule -> record, 8 bytes per slot, at most half full,
-// so 16 bytes per tracked object that live only while gc_end runs) resolves the GC's deaths
-// and moves in O(records + events): no sort, no binary search per event, which keeps the
-// profiler's share of a GC small (bench/bench_sim_gc.cc).
+// object beyond the bitmap, plus heap-side metadata like the bitmap's: one bit per granule where
+// a tracked object starts (`starts`), kept up to date as records come, die and move. Updates
+// from the hooks are logged and applied in bulk at GC: new objects are appended at gc_begin,
+// the epoch's access bits applied to every record, and at gc_end the GC's deaths become bits
+// too (one per freed start, a run of them per freed range) that one pass over the table tests.
+// A GC that moves nothing builds no index; a moving one builds an open-addressing index
+// (granule -> record) for its moves. The start bits are also the collector hooks' exact filter:
+// an event at an address where no tracked object starts is dropped with one bit test.
 #pragma once
 
 #include "objprof/access_bitmap.h"
@@ -15,6 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace objprof::internal {
@@ -63,12 +66,10 @@ class StaleTracker {
   void set_spaces(std::vector<HeapSpace> spaces);
   // Largest granule index a record can hold; spaces above it are rejected at add_space.
   static constexpr std::uint64_t kMaxGranules = 0xFFFF'FFFFull;
-  // Region filter geometry: 512-byte regions, at most 2^24 regions (2 MiB of bits) per space.
-  static constexpr unsigned kMinRegionShift = 9;
-  static constexpr std::uint64_t kMaxRegions = std::uint64_t{1} << 24;
 
-  // Adds the epoch's new objects (at gc_begin, before build_filter) and returns how many are
-  // tracked: an object in no space is not.
+  // Adds the epoch's new objects (at gc_begin) and returns how many are tracked: an object in
+  // no space is not. A new object whose start is already a live record's is a conflict (the
+  // runtime reused memory without reporting a free): the next apply() resolves it.
   std::uint64_t add(std::span<const PendingTracked> objects);
   // Applies the epoch's footprint changes (at gc_begin, after add): a tracked object takes its
   // new size; an untracked one is tracked from now on, with the resize's site, type and epoch
@@ -84,35 +85,31 @@ class StaleTracker {
   ApplyResult apply(std::span<const MoveLog> moves, std::span<const RangeMoveLog> ranges,
                     std::span<const Address> frees, std::span<const FreeRangeLog> free_ranges);
 
-  // The region filter: one bit per region of each space (512 bytes, coarser for spaces over
-  // 8 GiB so a filter stays at most 2 MiB), set where a record starts. Built at gc_begin, after
-  // the epoch's adds, from the records at their pre-GC addresses; the GC's moves and frees are
-  // reported at pre-GC addresses too, so an event whose region bit is clear concerns no record
-  // and the collector hooks drop it with one bit test instead of logging it for apply().
-  void build_filter();
-  // False only if no record starts in [a, a + bytes) (a range inside one space).
+  // The collector hooks' filter (called from collector threads during a GC, when nothing
+  // writes the start bits): false only if no tracked object starts in [a, a + bytes), a range
+  // inside one space, at the pre-GC addresses the hooks report.
   bool may_hold_range(Address a, std::uint64_t bytes) const noexcept {
-    if (filter_empty_ || bytes == 0) return false;
+    if (bytes == 0) return false;
     for (std::size_t s = 0; s < spaces_.size(); ++s) {
       const Address off = a - spaces_[s].begin();
       if (off >= spaces_[s].size()) continue;
-      if (filter_[s].empty()) return false;  // a space that never held a record
-      const std::uint64_t last = (std::min(off + bytes, spaces_[s].size()) - 1) >> region_shift_[s];
-      for (std::uint64_t r = off >> region_shift_[s]; r <= last; ++r)
-        if ((filter_[s][r >> 6] >> (r & 63)) & 1) return true;
-      return false;
+      if (!exact_starts_) return true;
+      if (!starts_[s].mapped()) return false;  // a space that never held a record
+      const unsigned lg = spaces_[s].log2_alignment();
+      const std::uint64_t mask = (std::uint64_t{1} << lg) - 1;
+      const std::uint64_t end = std::min(off + bytes, spaces_[s].size());
+      return starts_[s].any_in((off + mask) >> lg, std::min((end + mask) >> lg, spaces_[s].granule_count()));
     }
     return false;
   }
-  // False only if no record starts at `a` (until the next apply()).
+  // False only if no tracked object starts at `a` (until the next apply()).
   bool may_hold(Address a) const noexcept {
-    if (filter_empty_) return false;
     for (std::size_t s = 0; s < spaces_.size(); ++s) {
       const Address off = a - spaces_[s].begin();
       if (off >= spaces_[s].size()) continue;
-      if (filter_[s].empty()) return false;  // a space that never held a record
-      const std::uint64_t r = off >> region_shift_[s];
-      return (filter_[s][r >> 6] >> (r & 63)) & 1;
+      if (!exact_starts_) return true;
+      if (!starts_[s].mapped() || !spaces_[s].is_aligned(a)) return false;
+      return starts_[s].test(off >> spaces_[s].log2_alignment());
     }
     return false;
   }
@@ -144,6 +141,30 @@ class StaleTracker {
   std::uint32_t log2_granule(std::size_t space) const { return spaces_[space].log2_alignment(); }
 
  private:
+  // One bit per granule of a space, mapped on first use (MAP_NORESERVE: 1/64 of the space in
+  // address space, memory only where bits were set), like the access bitmap.
+  class GranuleBits {
+   public:
+    GranuleBits() = default;
+    GranuleBits(GranuleBits&& o) noexcept : words_(std::exchange(o.words_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+    GranuleBits& operator=(GranuleBits&& o) noexcept;
+    ~GranuleBits();
+    // Maps bits for `granules` granules if not yet mapped; false if that failed.
+    bool ensure(std::uint64_t granules) noexcept;
+    bool mapped() const noexcept { return words_ != nullptr; }
+    bool test(std::uint64_t g) const noexcept { return (words_[g >> 6] >> (g & 63)) & 1; }
+    void set(std::uint64_t g) noexcept { words_[g >> 6] |= std::uint64_t{1} << (g & 63); }
+    void clear(std::uint64_t g) noexcept { words_[g >> 6] &= ~(std::uint64_t{1} << (g & 63)); }
+    void set_span(std::uint64_t g0, std::uint64_t g1) noexcept;  // [g0, g1), g0 < g1
+    void clear_span(std::uint64_t g0, std::uint64_t g1) noexcept;  // whole words: only for scratch bits
+    bool any_in(std::uint64_t g0, std::uint64_t g1) const noexcept;
+    std::uint64_t* words() noexcept { return words_; }
+
+   private:
+    std::uint64_t* words_ = nullptr;
+    std::size_t bytes_ = 0;
+  };
+
   int space_of(Address a) const noexcept;
   // Builds index_[s] over tables_[s], killing the earlier of two records at one granule.
   std::uint64_t build_index(std::size_t s);
@@ -151,12 +172,24 @@ class StaleTracker {
   std::int64_t lookup(std::size_t s, std::uint32_t g) const noexcept;
   // The live record starting at address a: sets s and returns its index, or -1.
   std::int64_t locate(Address a, std::size_t& s) const noexcept;
-  // Kills the live records of space s that start in one of the GC's free ranges; returns how many.
-  std::uint64_t kill_in_ranges(std::size_t s, std::span<const FreeRangeLog> runs);
-  std::uint64_t kill_in_ranges_by_search(std::size_t s, std::span<const FreeRangeLog> runs);
+  // add() for the usual single space with its start bits mapped: one bounds check, one bit
+  // and one 16-byte store per object.
+  std::uint64_t add_to_the_space(std::span<const PendingTracked> objects);
+  // A record starts at granule g of space s from now on (a second one there is a conflict).
+  void claim_start(std::size_t s, std::uint64_t g) noexcept;
+  // Kills the live records of space s that start at a freed address or in a freed range;
+  // `erase` drops them (and their start bits) from the table, otherwise they are marked dead.
+  // Returns how many died.
+  std::uint64_t kill_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs, bool erase);
+  std::uint64_t kill_freed_by_search(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
 
   std::vector<HeapSpace> spaces_;
   std::vector<std::vector<TrackedRecord>> tables_;
+  // Per space: where live records start (exact_starts_: every bit was mapped; if a mapping
+  // failed, the filter lets every event through and every GC builds the index).
+  std::vector<GranuleBits> starts_;
+  bool exact_starts_ = true;
+  bool conflicts_pending_ = false;  // a start claimed twice: the next apply() builds the index
   // Scratch reused by every apply(), so a GC allocates nothing in the steady state.
   // index_[s]: slots of (granule << 32 | record index + 1), 0 = empty; mask_[s] = size - 1.
   std::vector<std::vector<std::uint64_t>> index_;
@@ -165,18 +198,9 @@ class StaleTracker {
   std::vector<std::vector<TrackedRecord>> next_;
   std::vector<PendingResize> resize_scratch_;
   std::vector<FreeRangeLog> free_scratch_;
-  // Per space, one bit per granule: the starts a GC's free ranges cover (apply, then cleared).
-  struct FreedBits {
-    std::uint64_t* words = nullptr;
-    std::size_t bytes = 0;
-  };
-  std::vector<FreedBits> freed_;
-  // The region filter (build_filter): words allocated on first use; filter_set_[s] lists the
-  // words set by the last build, so a rebuild clears only those (O(records), not O(heap)).
-  std::vector<std::vector<std::uint64_t>> filter_;
-  std::vector<std::vector<std::uint32_t>> filter_set_;
-  std::vector<unsigned> region_shift_;
-  bool filter_empty_ = true;
+  std::vector<Address> frees_scratch_;
+  // Per space, one bit per granule: the starts a GC's frees and free ranges cover (apply, then cleared).
+  std::vector<GranuleBits> freed_;
 };
 
 }  // namespace objprof::internal
