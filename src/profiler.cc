@@ -307,8 +307,7 @@ Status Profiler::protocol_status() const {
   return {};
 }
 
-bool Profiler::in_spaces(Address addr, std::uint64_t bytes) const noexcept {
-  if (in_the_space(addr, bytes)) return true;  // one compare for the usual single space
+bool Profiler::in_other_spaces(Address addr, std::uint64_t bytes) const noexcept {
   const auto& spaces = state_->spaces;
   return std::any_of(spaces.begin(), spaces.end(), [&](const HeapSpace& s) { return s.contains(addr, bytes); });
 }

@@ -97,6 +97,22 @@ bool StaleTracker::GranuleBits::any_in(std::uint64_t g0, std::uint64_t g1) const
   return (words_[last] & tail) != 0;
 }
 
+void StaleTracker::claim_table(std::size_t s) noexcept {
+  if (tables_[s].empty() || !exact_starts_) return;
+  if (!starts_[s].ensure(spaces_[s].granule_count())) {
+    exact_starts_ = false;
+    return;
+  }
+  std::uint64_t* words = starts_[s].words();
+  std::uint64_t seen = 0;
+  for (const TrackedRecord& r : tables_[s]) {
+    const std::uint64_t bit = std::uint64_t{1} << (r.granule & 63);
+    seen |= words[r.granule >> 6] & bit;
+    words[r.granule >> 6] |= bit;
+  }
+  if (seen) conflicts_pending_ = true;
+}
+
 void StaleTracker::claim_start(std::size_t s, std::uint64_t g) noexcept {
   if (!exact_starts_) return;
   GranuleBits& b = starts_[s];
@@ -271,13 +287,34 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const MoveLog> moves, st
   for (std::size_t s = 0; s < tables_.size(); ++s)
     if (!tables_[s].empty()) res.conflicts += build_index(s);
   conflicts_pending_ = false;
-  // Lookups use pre-GC addresses, so new addresses go to a side array and are applied after
-  // every lookup is done (a sliding collector's `to` can be another object's `from`).
-  for (std::size_t s = 0; s < tables_.size(); ++s) new_addr_[s].assign(tables_[s].size(), 0);
   for (std::size_t s = 0; s < tables_.size(); ++s) {
     if (tables_[s].empty()) continue;
     res.freed += kill_freed(s, frees, free_ranges, false);  // by search if the bits could not be mapped
   }
+  // The start bits follow: every pre-GC start goes, the survivors' (post-GC) starts come back.
+  if (exact_starts_)
+    for (std::size_t s = 0; s < tables_.size(); ++s)
+      if (starts_[s].mapped())
+        for (const TrackedRecord& r : tables_[s]) starts_[s].clear(r.granule);
+  if (spaces_.size() == 1 && ranges.empty()) {
+    // One space, single moves (a copying collector): each record takes its new granule in place.
+    // The index holds pre-GC granules, so a later move whose `from` is this record's new place
+    // still finds the record that was there before the GC.
+    for (const MoveLog& m : moves) {
+      std::size_t s = 0;
+      if (const std::int64_t i = locate(m.from, s); i >= 0) {
+        tables_[0][static_cast<std::size_t>(i)].granule = static_cast<std::uint32_t>(spaces_[0].granule_of(m.to));
+        ++res.moved;
+      }
+    }
+    std::erase_if(tables_[0], [](const TrackedRecord& r) { return r.site_type == kDead; });
+    claim_table(0);
+    return res;
+  }
+  // Lookups use pre-GC addresses, so new addresses go to a side array and are applied after
+  // every lookup is done (a sliding collector's `to` can be another object's `from`, and a
+  // record may change spaces).
+  for (std::size_t s = 0; s < tables_.size(); ++s) new_addr_[s].assign(tables_[s].size(), 0);
   bool moved_any = false;
   for (const MoveLog& m : moves) {
     std::size_t s = 0;
@@ -303,11 +340,6 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const MoveLog> moves, st
       }
     }
   }
-  // The start bits follow: every pre-GC start goes, the survivors' (post-GC) starts come back.
-  if (exact_starts_)
-    for (std::size_t s = 0; s < tables_.size(); ++s)
-      if (starts_[s].mapped())
-        for (const TrackedRecord& r : tables_[s]) starts_[s].clear(r.granule);
   if (!moved_any) {
     // Non-moving GC: drop the dead in place.
     for (auto& t : tables_) std::erase_if(t, [](const TrackedRecord& r) { return r.site_type == kDead; });
@@ -339,8 +371,7 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const MoveLog> moves, st
   }
   // Two survivors at one place (moved onto each other, or onto an object that stayed) claim
   // one start twice: the next apply() finds them through the index.
-  for (std::size_t s = 0; s < tables_.size(); ++s)
-    for (const TrackedRecord& r : tables_[s]) claim_start(s, r.granule);
+  for (std::size_t s = 0; s < tables_.size(); ++s) claim_table(s);
   return res;
 }
 

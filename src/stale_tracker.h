@@ -175,6 +175,8 @@ class StaleTracker {
   // add() for the usual single space with its start bits mapped: one bounds check, one bit
   // and one 16-byte store per object.
   std::uint64_t add_to_the_space(std::span<const PendingTracked> objects);
+  // claim_start for every record of space s.
+  void claim_table(std::size_t s) noexcept;
   // A record starts at granule g of space s from now on (a second one there is a conflict).
   void claim_start(std::size_t s, std::uint64_t g) noexcept;
   // Kills the live records of space s that start at a freed address or in a freed range;

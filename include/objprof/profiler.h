@@ -348,7 +348,11 @@ class Profiler {
     return off < space_bytes_ && bytes <= space_bytes_ - off;
   }
   // [addr, addr + bytes) inside one registered space (the trace reader refuses anything else).
-  bool in_spaces(Address addr, std::uint64_t bytes) const noexcept;
+  // One compare for the usual single space (the collector hooks ask it per object).
+  bool in_spaces(Address addr, std::uint64_t bytes) const noexcept {
+    return in_the_space(addr, bytes) || in_other_spaces(addr, bytes);
+  }
+  bool in_other_spaces(Address addr, std::uint64_t bytes) const noexcept;
   void protocol_error(std::string_view hook, Address addr, std::string what);
 
   ProfilerOptions options_;
