@@ -45,6 +45,12 @@ void StaleTracker::set_spaces(std::vector<HeapSpace> spaces) {
   freed_.resize(spaces_.size());
   exact_starts_ = true;
   conflicts_pending_ = false;
+  // Address space now, outside any GC (pages come on first touch): a GC's first use of the
+  // bits then costs no system call.
+  for (std::size_t s = 0; s < spaces_.size(); ++s) {
+    exact_starts_ &= starts_[s].ensure(spaces_[s].granule_count());
+    (void)freed_[s].ensure(spaces_[s].granule_count());
+  }
 }
 
 StaleTracker::GranuleBits& StaleTracker::GranuleBits::operator=(GranuleBits&& o) noexcept {
