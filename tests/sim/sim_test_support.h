@@ -6,7 +6,10 @@
 #include <objprof/profiler.h>
 #include <objprof/trace_sink.h>
 
+#include <catch2/catch.hpp>
+
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +48,30 @@ struct CheckedProfiler {
   }
   CheckedProfiler(const CheckedProfiler&) = delete;
   CheckedProfiler& operator=(const CheckedProfiler&) = delete;
+};
+
+// A heap and the profiler it reports to, for tests that run a workload: no leak printing;
+// `profiler` and `heap` set what the test is about on top of that.
+struct SimRig {
+  std::unique_ptr<Profiler> prof;
+  std::unique_ptr<sim::Heap> heap;
+
+  explicit SimRig(std::uint64_t heap_bytes, const std::function<void(ProfilerOptions&)>& profiler = {},
+                  const std::function<void(sim::HeapOptions&)>& heap_options = {}) {
+    ProfilerOptions po;
+    po.default_leak_printer = false;
+    po.on_leak = {};
+    if (profiler) profiler(po);
+    auto p = Profiler::create(std::move(po));
+    REQUIRE(p.ok());
+    prof = std::move(*p);
+    sim::HeapOptions ho;
+    ho.heap_bytes = heap_bytes;
+    if (heap_options) heap_options(ho);
+    auto h = sim::Heap::create(ho, prof.get());
+    REQUIRE(h.ok());
+    heap = std::move(*h);
+  }
 };
 
 }  // namespace objprof::test

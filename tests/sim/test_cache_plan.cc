@@ -9,6 +9,7 @@
 #include "sim/workloads.h"
 
 #include "../test_env.h"
+#include "sim_test_support.h"
 
 #include <objprof/ir/text.h>
 #include <objprof/objprof.h>
@@ -270,16 +271,8 @@ TEST_CASE("cache plan: a plan for other code and profiling compiled code are ref
   const Run profiled = run(*listleak, 20, true, nullptr);
   // A fresh heap and profiler for each interpreter.
   auto create = [](const ir::Module& m, const InterpOptions& io) -> Status {
-    ProfilerOptions po;
-    po.default_leak_printer = false;
-    po.on_leak = {};
-    auto prof = Profiler::create(std::move(po));
-    REQUIRE(prof.ok());
-    HeapOptions ho;
-    ho.heap_bytes = 256 << 10;
-    auto heap = Heap::create(ho, prof->get());
-    REQUIRE(heap.ok());
-    auto interp = Interpreter::create(m, **heap, prof->get(), io);
+    test::SimRig rig(256 << 10);
+    auto interp = Interpreter::create(m, *rig.heap, rig.prof.get(), io);
     if (!interp.ok()) return interp.error();
     if (!io.profile_cache && !(*interp)->cache_profile().ok()) return make_error(ErrorCode::kInvalidArgument, "no profile");
     return Status::Ok();

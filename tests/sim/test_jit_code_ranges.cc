@@ -8,6 +8,7 @@
 #include "sim/heap.h"
 #include "sim/interp.h"
 #include "sim/workloads.h"
+#include "sim_test_support.h"
 
 #include <objprof/objprof.h>
 
@@ -55,15 +56,7 @@ struct Ranges {
 Ranges compile_and_run(const char* workload, ir::PassKind pass, bool cache, bool barriers) {
   auto wl = sim::load_workload(workload);
   REQUIRE(wl.ok());
-  ProfilerOptions po;
-  po.default_leak_printer = false;
-  po.on_leak = {};
-  auto prof = Profiler::create(std::move(po));
-  REQUIRE(prof.ok());
-  sim::HeapOptions ho;
-  ho.heap_bytes = 256 << 10;
-  auto heap = sim::Heap::create(ho, prof->get());
-  REQUIRE(heap.ok());
+  test::SimRig rig(256 << 10);
   Ranges out;
   JitOptions jo;
   jo.barriers = barriers;
@@ -74,7 +67,7 @@ Ranges compile_and_run(const char* workload, ir::PassKind pass, bool cache, bool
   io.barrier = BarrierConfig{cache, MarkMode::kRacy, false};
   io.size = 50;
   io.jit = counter;
-  auto interp = sim::Interpreter::create(wl->module, **heap, prof->get(), io);
+  auto interp = sim::Interpreter::create(wl->module, *rig.heap, rig.prof.get(), io);
   REQUIRE(interp.ok());
   auto r = (*interp)->run("main");
   REQUIRE(r.ok());

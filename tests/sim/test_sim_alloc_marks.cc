@@ -12,6 +12,7 @@
 #include "sim/workloads.h"
 
 #include "../test_env.h"
+#include "sim_test_support.h"
 
 #include <objprof/objprof.h>
 #include <objprof/trace_reader.h>
@@ -33,21 +34,20 @@ struct Run {
 
 Run run(const LoadedWorkload& wl, std::uint64_t size, std::uint64_t heap_bytes, GcPolicy gc, ir::PassKind pass,
         bool alloc_marks, bool jit, bool roots_marked = false, bool heap_marks_roots = false) {
-  ProfilerOptions po;
-  po.default_leak_printer = false;
-  po.on_leak = {};
-  po.mark_on_alloc = true;
-  auto sink = std::make_unique<MemorySink>();
-  MemorySink* bytes = sink.get();
-  po.trace_sink = std::move(sink);
-  auto prof = Profiler::create(std::move(po));
-  REQUIRE(prof.ok());
-  HeapOptions ho;
-  ho.gc = gc;
-  ho.heap_bytes = heap_bytes;
-  ho.mark_frame_roots = heap_marks_roots || roots_marked;
-  auto heap = Heap::create(ho, prof->get());
-  REQUIRE(heap.ok());
+  MemorySink* bytes = nullptr;
+  test::SimRig rig(
+      heap_bytes,
+      [&](ProfilerOptions& po) {
+        po.mark_on_alloc = true;
+        auto sink = std::make_unique<MemorySink>();
+        bytes = sink.get();
+        po.trace_sink = std::move(sink);
+      },
+      [&](HeapOptions& ho) {
+        ho.gc = gc;
+        ho.mark_frame_roots = heap_marks_roots || roots_marked;
+      });
+  Profiler* prof = rig.prof.get();
   InterpOptions io;
   io.pass = pass;
   io.allocation_marks = alloc_marks;
@@ -55,26 +55,26 @@ Run run(const LoadedWorkload& wl, std::uint64_t size, std::uint64_t heap_bytes, 
   io.barrier = BarrierConfig{true, MarkMode::kRacy, false};
   io.size = size;
   if (jit) io.jit = jit::make_jit();
-  auto interp = Interpreter::create(wl.module, **heap, prof->get(), io);
+  auto interp = Interpreter::create(wl.module, *rig.heap, prof, io);
   REQUIRE(interp.ok());
   auto r = (*interp)->run("main");
   if (!r.ok()) FAIL(r.error().message);
   Run out;
   out.result = *r;
   out.interp = (*interp)->stats();
-  REQUIRE((*prof)->protocol_status().ok());
-  if (ho.mark_frame_roots) CHECK((*prof)->stats().root_marks > 0);
-  REQUIRE((*prof)->finish().ok());
+  REQUIRE(prof->protocol_status().ok());
+  if (rig.heap->options().mark_frame_roots) CHECK(prof->stats().root_marks > 0);
+  REQUIRE(prof->finish().ok());
   auto contents = trace::load(bytes->data());
   REQUIRE(contents.ok());
   for (const auto& b : contents->bitmaps) out.bitmaps.push_back(b.words);
   return out;
 }
 
-}  // namespace
-
-TEST_CASE("sim: the allocation-marks model removes more barriers and loses no mark", "[sim][elim]") {
-  std::uint64_t exact_kept = 0, model_kept = 0;
+// Every shipped workload at a size that collects several times, under every collector: fn(the
+// workload, its size, the heap's bytes, the collector).
+template <class Fn>
+void for_each_workload_and_collector(Fn&& fn) {
   struct W {
     const char* name;
     std::uint64_t size, heap, ms_heap;  // semispace; mark-sweep fills its larger space later
@@ -87,106 +87,90 @@ TEST_CASE("sim: the allocation-marks model removes more barriers and loses no ma
     REQUIRE(wl.ok());
     for (GcPolicy gc : kAllGcPolicies) {
       INFO(w.name << " " << gc_policy_name(gc));
-      const std::uint64_t heap = gc == GcPolicy::kSemiSpace ? w.heap : w.ms_heap;
-      const Run reference = run(*wl, w.size, heap, gc, ir::PassKind::kNone, false, false);
-      const Run exact = run(*wl, w.size, heap, gc, ir::PassKind::kGlobal, false, false);
-      const Run model = run(*wl, w.size, heap, gc, ir::PassKind::kGlobal, true, false);
-      REQUIRE(reference.bitmaps.size() > 1);
-      CHECK(model.result == reference.result);
-      CHECK(model.bitmaps == reference.bitmaps);
-      CHECK(exact.bitmaps == reference.bitmaps);
-      CHECK(model.interp.barriers_executed <= exact.interp.barriers_executed);
-      CHECK(model.interp.static_kept <= exact.interp.static_kept);
-      exact_kept += exact.interp.barriers_executed;
-      model_kept += model.interp.barriers_executed;
-      if (jit::jit_supported() && gc == GcPolicy::kSemiSpace) {
-        const Run compiled = run(*wl, w.size, heap, gc, ir::PassKind::kGlobal, true, true);
-        CHECK(compiled.bitmaps == reference.bitmaps);
-      }
+      fn(*wl, w.size, gc == GcPolicy::kSemiSpace ? w.heap : w.ms_heap, gc);
     }
   }
-  CHECK(model_kept < exact_kept);
+}
+
+}  // namespace
+
+// What the pass may assume (the VM's promises).
+struct Model {
+  bool alloc_marks = false, roots_marked = false;
+};
+
+// Barriers executed and kept sites, summed over runs.
+struct Kept {
+  std::uint64_t executed = 0, sites = 0;
+};
+
+// `model` against `weaker` (a model with fewer promises) and against no elimination at all, on
+// the same VM (allocations always mark; collections mark roots when the model needs it or
+// `vm_marks_roots` says so): every epoch's bitmap and the result must be equal, and the model
+// runs no more barriers and keeps no more sites than the weaker one, interpreted; compiled
+// code under the model gives the same bitmaps too.
+void check_model(const LoadedWorkload& wl, std::uint64_t size, std::uint64_t heap, GcPolicy gc, Model weaker,
+                 Model model, bool vm_marks_roots, Kept& weaker_kept, Kept& model_kept) {
+  const Run reference =
+      run(wl, size, heap, gc, ir::PassKind::kNone, false, false, false, vm_marks_roots || model.roots_marked);
+  const Run base = run(wl, size, heap, gc, ir::PassKind::kGlobal, weaker.alloc_marks, false, weaker.roots_marked,
+                       vm_marks_roots || model.roots_marked);
+  const Run with = run(wl, size, heap, gc, ir::PassKind::kGlobal, model.alloc_marks, false, model.roots_marked,
+                       vm_marks_roots);
+  REQUIRE(reference.bitmaps.size() > 1);
+  CHECK(with.result == reference.result);
+  CHECK(base.bitmaps == reference.bitmaps);
+  CHECK(with.bitmaps == reference.bitmaps);
+  CHECK(with.interp.barriers_executed <= base.interp.barriers_executed);
+  CHECK(with.interp.static_kept <= base.interp.static_kept);
+  weaker_kept.executed += base.interp.barriers_executed;
+  weaker_kept.sites += base.interp.static_kept;
+  model_kept.executed += with.interp.barriers_executed;
+  model_kept.sites += with.interp.static_kept;
+  if (jit::jit_supported() && gc == GcPolicy::kSemiSpace) {
+    const Run compiled =
+        run(wl, size, heap, gc, ir::PassKind::kGlobal, model.alloc_marks, true, model.roots_marked, vm_marks_roots);
+    CHECK(compiled.bitmaps == reference.bitmaps);
+    CHECK(compiled.result == reference.result);
+  }
+}
+
+TEST_CASE("sim: the allocation-marks model removes more barriers and loses no mark", "[sim][elim]") {
+  Kept exact, model;
+  for_each_workload_and_collector([&](const LoadedWorkload& wl, std::uint64_t size, std::uint64_t heap, GcPolicy gc) {
+    check_model(wl, size, heap, gc, Model{}, Model{true, false}, false, exact, model);
+  });
+  CHECK(model.executed < exact.executed);
 }
 
 TEST_CASE("sim: the root-marks model removes more barriers and loses no mark", "[sim][elim]") {
-  std::uint64_t alloc_kept = 0, roots_kept = 0, alloc_static = 0, roots_static = 0;
-  struct W {
-    const char* name;
-    std::uint64_t size, heap, ms_heap;  // semispace; mark-sweep fills its larger space later
+  Kept alloc, roots;
+  for_each_workload_and_collector([&](const LoadedWorkload& wl, std::uint64_t size, std::uint64_t heap, GcPolicy gc) {
+    check_model(wl, size, heap, gc, Model{true, false}, Model{true, true}, true, alloc, roots);
+  });
+  INFO("executed barriers: allocation marks " << alloc.executed << ", + root marks " << roots.executed);
+  CHECK(roots.executed < alloc.executed);
+  CHECK(roots.sites < alloc.sites);
+}
+
+TEST_CASE("sim: each model is refused when the VM does not keep its promise", "[sim][elim]") {
+  auto wl = load_workload("listleak");
+  REQUIRE(wl.ok());
+  struct Case {
+    bool alloc_marks, roots_marked;
+    const char* says;
   };
-  const W ws[] = {{"listleak", 150, 256 << 10, 256 << 10}, {"swapleak", 300, 256 << 10, 256 << 10},
-                  {"points", 60, 128 << 10, 128 << 10},    {"scimark", 32, 128 << 10, 64 << 10},
-                  {"graph", 60, 64 << 10, 64 << 10},       {"requests", 60, 128 << 10, 128 << 10}};
-  for (const W& w : ws) {
-    auto wl = load_workload(w.name);
-    REQUIRE(wl.ok());
-    for (GcPolicy gc : kAllGcPolicies) {
-      INFO(w.name << " " << gc_policy_name(gc));
-      const std::uint64_t heap = gc == GcPolicy::kSemiSpace ? w.heap : w.ms_heap;
-      // The same VM in every run: allocations and collections mark; only the pass differs.
-      const Run reference = run(*wl, w.size, heap, gc, ir::PassKind::kNone, false, false, false, true);
-      const Run alloc = run(*wl, w.size, heap, gc, ir::PassKind::kGlobal, true, false, false, true);
-      const Run model = run(*wl, w.size, heap, gc, ir::PassKind::kGlobal, true, false, true);
-      REQUIRE(reference.bitmaps.size() > 1);
-      CHECK(model.result == reference.result);
-      CHECK(alloc.bitmaps == reference.bitmaps);
-      CHECK(model.bitmaps == reference.bitmaps);
-      CHECK(model.interp.barriers_executed <= alloc.interp.barriers_executed);
-      CHECK(model.interp.static_kept <= alloc.interp.static_kept);
-      alloc_kept += alloc.interp.barriers_executed;
-      roots_kept += model.interp.barriers_executed;
-      alloc_static += alloc.interp.static_kept;
-      roots_static += model.interp.static_kept;
-      if (jit::jit_supported() && gc == GcPolicy::kSemiSpace) {
-        const Run compiled = run(*wl, w.size, heap, gc, ir::PassKind::kGlobal, true, true, true);
-        CHECK(compiled.bitmaps == reference.bitmaps);
-        CHECK(compiled.result == reference.result);
-      }
-    }
+  // A profiler without mark_on_alloc and a heap without mark_frame_roots.
+  for (const Case& c : {Case{true, false, "without mark_on_alloc"}, Case{false, true, "without mark_frame_roots"}}) {
+    test::SimRig rig(128 << 10);
+    InterpOptions io;
+    io.pass = ir::PassKind::kGlobal;
+    io.allocation_marks = c.alloc_marks;
+    io.roots_marked = c.roots_marked;
+    auto interp = Interpreter::create(wl->module, *rig.heap, rig.prof.get(), io);
+    REQUIRE_FALSE(interp.ok());
+    CHECK(interp.error().message.find(c.says) != std::string::npos);
   }
-  INFO("executed barriers: allocation marks " << alloc_kept << ", + root marks " << roots_kept);
-  CHECK(roots_kept < alloc_kept);
-  CHECK(roots_static < alloc_static);
-}
-
-TEST_CASE("sim: the root-marks model needs a heap that marks its frames' roots", "[sim][elim]") {
-  auto wl = load_workload("listleak");
-  REQUIRE(wl.ok());
-  ProfilerOptions po;
-  po.default_leak_printer = false;
-  po.on_leak = {};
-  auto prof = Profiler::create(std::move(po));
-  REQUIRE(prof.ok());
-  HeapOptions ho;
-  ho.heap_bytes = 128 << 10;
-  auto heap = Heap::create(ho, prof->get());
-  REQUIRE(heap.ok());
-  InterpOptions io;
-  io.pass = ir::PassKind::kGlobal;
-  io.roots_marked = true;
-  auto interp = Interpreter::create(wl->module, **heap, prof->get(), io);
-  REQUIRE_FALSE(interp.ok());
-  CHECK(interp.error().message.find("without mark_frame_roots") != std::string::npos);
-}
-
-TEST_CASE("sim: the allocation-marks model needs a profiler that marks allocations", "[sim][elim]") {
-  auto wl = load_workload("listleak");
-  REQUIRE(wl.ok());
-  ProfilerOptions po;
-  po.default_leak_printer = false;
-  po.on_leak = {};
-  auto prof = Profiler::create(std::move(po));
-  REQUIRE(prof.ok());
-  HeapOptions ho;
-  ho.heap_bytes = 128 << 10;
-  auto heap = Heap::create(ho, prof->get());
-  REQUIRE(heap.ok());
-  InterpOptions io;
-  io.pass = ir::PassKind::kGlobal;
-  io.allocation_marks = true;
-  auto interp = Interpreter::create(wl->module, **heap, prof->get(), io);
-  REQUIRE_FALSE(interp.ok());
-  CHECK(interp.error().message.find("without mark_on_alloc") != std::string::npos);
 }
 
 }  // namespace objprof::sim
