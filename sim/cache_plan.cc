@@ -22,6 +22,14 @@ CacheCosts CacheCosts::host(bool pinned) noexcept {
 #endif
 }
 
+CacheProfile CacheProfile::empty_for(std::vector<CacheSiteKey> sites) {
+  CacheProfile p;
+  p.sites = std::move(sites);
+  p.executed.assign(p.sites.size(), 0);
+  p.hits.assign(p.sites.size(), 0);
+  return p;
+}
+
 std::uint64_t CacheProfile::total_executed() const {
   std::uint64_t n = 0;
   for (std::uint64_t e : executed) n += e;

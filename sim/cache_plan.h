@@ -58,6 +58,8 @@ struct CacheProfile {
   // Hits no site produced: null compared with an empty cache (the plan does not count on them).
   std::uint64_t unproduced_hits = 0;
 
+  // Every site of `sites`, nothing counted yet.
+  static CacheProfile empty_for(std::vector<CacheSiteKey> sites);
   std::uint64_t total_executed() const;
   std::uint64_t total_hits() const;
   // Adds another run's counts (same module and pass: same sites, else an error).

@@ -17,4 +17,8 @@ namespace objprof::sim {
 Result<CacheProfile> train_cache_profile(const ir::Module& module, const HeapOptions& heap, InterpOptions io,
                                          const std::string& entry = "main");
 
+// The size of the training run for a run of `run_size`: half (at least 1), so the plan is made
+// on another input than the one it is measured on, as a tier-0 interpreter sees only the start.
+constexpr std::uint64_t training_size(std::uint64_t run_size) { return run_size / 2 > 0 ? run_size / 2 : 1; }
+
 }  // namespace objprof::sim

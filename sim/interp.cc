@@ -759,11 +759,7 @@ Result<std::int64_t> Interpreter::run(const std::string& entry) {
     c->tid = i;
     c->rng = options_.seed * 0x2545f4914f6cdd1dull + i;
     c->m.roots = c.get();
-    if (options_.profile_cache) {
-      c->cache_sim.counts.sites = im.cache_sites;
-      c->cache_sim.counts.executed.assign(im.cache_sites.size(), 0);
-      c->cache_sim.counts.hits.assign(im.cache_sites.size(), 0);
-    }
+    if (options_.profile_cache) c->cache_sim.counts = CacheProfile::empty_for(im.cache_sites);
     if (im.profiler) {
       auto ts = im.profiler->attach_thread(i + 1, fmt::format("{}-{}", options_.module_name, i));
       if (!ts.ok()) {
@@ -820,13 +816,8 @@ Result<CacheProfile> Interpreter::cache_profile() const {
   if (!options_.profile_cache)
     return make_error(ErrorCode::kInvalidArgument, "no cache profile: the interpreter was created without profile_cache");
   std::lock_guard lk(impl_->stats_mu);
-  if (impl_->cache_profile.sites.empty() && impl_->cache_profile.executed.empty()) {
-    CacheProfile empty;  // no run yet: every site, nothing counted
-    empty.sites = impl_->cache_sites;
-    empty.executed.assign(empty.sites.size(), 0);
-    empty.hits.assign(empty.sites.size(), 0);
-    return empty;
-  }
+  if (impl_->cache_profile.sites.empty() && impl_->cache_profile.executed.empty())
+    return CacheProfile::empty_for(impl_->cache_sites);  // no run yet
   return impl_->cache_profile;
 }
 

@@ -89,7 +89,7 @@ inline void run_ladder_rung(benchmark::State& state, const sim::LoadedWorkload* 
     sim::InterpOptions io;
     io.pass = rung.pass;
     io.allocation_marks = rung.alloc_marks;
-    io.size = std::max<std::uint64_t>(1, setup.size / 2);
+    io.size = sim::training_size(setup.size);
     io.threads = setup.threads;
     auto profile = sim::train_cache_profile(wl->module, ho, io);
     if (!profile.ok()) {

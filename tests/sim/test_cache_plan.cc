@@ -41,11 +41,9 @@ double model_cost(const CacheProfile& p, const std::vector<CacheUse>& use, const
 }
 
 CacheProfile profile_of(std::size_t sites) {
-  CacheProfile p;
-  for (std::uint32_t i = 0; i < sites; ++i) p.sites.push_back({0, i, 0});
-  p.executed.assign(sites, 0);
-  p.hits.assign(sites, 0);
-  return p;
+  std::vector<CacheSiteKey> keys;
+  for (std::uint32_t i = 0; i < sites; ++i) keys.push_back({0, i, 0});
+  return CacheProfile::empty_for(std::move(keys));
 }
 
 void feed(CacheProfile& p, std::uint32_t producer, std::uint32_t consumer, std::uint64_t n) {

@@ -117,7 +117,7 @@ sim::CacheProfile training_profile(const sim::LoadedWorkload& wl, std::uint64_t 
   sim::InterpOptions io;
   io.pass = rung.pass;
   io.allocation_marks = rung.alloc_marks;
-  io.size = std::max<std::uint64_t>(1, size / 2);
+  io.size = sim::training_size(size);
   io.threads = threads;
   auto profile = sim::train_cache_profile(wl.module, heap_options(wl), io);
   if (!profile.ok()) die("training run: " + profile.error().message);

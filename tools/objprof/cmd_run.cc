@@ -105,7 +105,7 @@ int run(const RunOptions& o) {
   if (o.cache == "profile") {
     // A tier-0 training run: interpreted, half the size, on a heap and profiler of its own.
     sim::InterpOptions training = io;
-    training.size = std::max<std::uint64_t>(1, io.size / 2);
+    training.size = sim::training_size(io.size);
     auto profile = sim::train_cache_profile(wl->module, ho, training);
     if (!profile.ok()) return fail("--cache=profile: the training run failed: " + profile.error().message);
     io.cache_plan = std::make_shared<const sim::CachePlan>(sim::plan_cache(*profile, sim::CacheCosts::host(false)));
@@ -183,7 +183,7 @@ int run(const RunOptions& o) {
   if (io.cache_plan) {
     const sim::CachePlan& plan = *io.cache_plan;
     fmt::print("  cache per site, from a training run at size {}: {} compare, {} store only, {} none of {} kept sites\n",
-               std::max<std::uint64_t>(1, io.size / 2), plan.count(sim::CacheUse::kCompare),
+               sim::training_size(io.size), plan.count(sim::CacheUse::kCompare),
                plan.count(sim::CacheUse::kStore), plan.count(sim::CacheUse::kNone), plan.use.size());
   }
   if (jit) {
