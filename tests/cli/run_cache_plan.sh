@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `objprof run --cache=profile --assume=allocation-marks`: the cache chosen per site from a
-# training run and the pass under the allocation-marks model, interpreted and compiled. The
+# training run and the pass under the allocation-marks model (and the root-marks model), interpreted and compiled. The
 # leak report must be the one of the default run, the pass must keep fewer sites with the
 # assumption, the plan must be printed, and bad values must be refused with exit status 1.
 # Usage: run_cache_plan.sh BIN_DIR   (EMULATOR: e.g. qemu-aarch64 for a cross build)
@@ -22,6 +22,13 @@ for exec in interp jit; do
   diff <(sed -n '/^leak report/,$p' "$work/default.out") <(sed -n '/^leak report/,$p' "$out") >/dev/null \
     || fail "$exec: the leak report differs from the default run's"
   [ "$(kept "$out")" -lt "$(kept "$work/default.out")" ] || fail "$exec: allocation marks removed no access site"
+  roots="$work/$exec.roots.out"
+  run listleak --quiet --size=300 --exec="$exec" --assume=allocation-marks,root-marks >"$roots" 2>&1 || fail "$exec, root marks: exit $?"
+  grep -q "pass global (allocations and GCs' roots mark)" "$roots" || fail "$exec: the header does not name root marks: $(cat "$roots")"
+  diff <(sed -n '/^leak report/,$p' "$work/default.out" | sed 's/0x[0-9a-f]*//g') \
+       <(sed -n '/^leak report/,$p' "$roots" | sed 's/0x[0-9a-f]*//g') >/dev/null \
+    || fail "$exec, root marks: the leak report differs from the default run's"
+  [ "$(kept "$roots")" -lt "$(kept "$out")" ] || fail "$exec: root marks removed no access site"
 done
 
 expect_refused() {
