@@ -2,7 +2,7 @@
 # The paper's Fig. 6 ladder on JIT code as dynamic instruction counts under qemu-user, for arm64
 # (the cross build; qemu's timing is not meaningful there) and for x86_64 (the native build run
 # by qemu-x86_64: exact counts where wall-clock ratios on a VM scatter by 10-25 %). For every
-# workload (small inputs) and rung (no-barriers, none, caching, elim, all-everywhere, all, all-pinned, all-trace; see
+# workload (small inputs) and rung (no-barriers, none, caching, elim, all-everywhere, all, all-pinned, all-trace, all-roots; see
 # tools/jit_insn_ladder/jit_insn_ladder.cc):
 #   1. jit_insn_ladder runs the rung once and writes where the compiled functions and every
 #      emitted barrier sequence lie (JitOptions::code_ranges);
@@ -41,7 +41,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 # name size threads: about 1-5 million JIT instructions per rung.
 workloads=("listleak 200 1" "swapleak 200 1" "points 100 1" "scimark 16 1" "graph 50 1" "threads 40 2")
-rungs=(no-barriers none caching elim all-everywhere all all-pinned all-trace)
+rungs=(no-barriers none caching elim all-everywhere all all-pinned all-trace all-roots)
 
 echo "# $arch JIT code on $(uname -m), $($qemu_bin --version | head -1), -cpu $cpu, $(date -u)"
 whole_run=0
@@ -92,7 +92,7 @@ done
 echo
 echo "geomean over workloads: JIT instructions relative to no-barriers; barrier instructions per access; whole runs"
 awk '{ n[$2]++; lr[$2] += log($9); if ($7 > 0) { lb[$2] += log($7); nb[$2]++ } if ($11 != "-") { lw[$2] += log($11); nw[$2]++ } }
-     END { split("no-barriers none caching elim all-everywhere all all-pinned all-trace", rs, " ");
-           for (i = 1; i <= 8; i++) { r = rs[i]; if (!(r in n)) continue;
+     END { split("no-barriers none caching elim all-everywhere all all-pinned all-trace all-roots", rs, " ");
+           for (i = 1; i <= 9; i++) { r = rs[i]; if (!(r in n)) continue;
              printf "%-14s jit/nobar %6.3f   b_ins/acc %5s   run/nobar %s\n", r, exp(lr[r] / n[r]),
                (nb[r] ? sprintf("%.2f", exp(lb[r] / nb[r])) : "0"), (nw[r] ? sprintf("%.3f", exp(lw[r] / nw[r])) : "-") } }' "$results"

@@ -23,7 +23,9 @@
 // allocation-marks model (the profiler marks every new object, so a fresh object's first
 // accesses need no barrier; InterpOptions::allocation_marks), whose marks the whole-run count
 // includes. all-trace is all writing the binary trace to a file: the whole-run count then
-// includes the trace writer (compiled code is all's).
+// includes the trace writer (compiled code is all's). all-roots is all under the root-marks model
+// as well (every GC marks what the frames hold, so GC points end no availability;
+// InterpOptions::roots_marked), whose marks the whole-run count includes too.
 // Racy marks, no counters, semispace heap at the workload's `; @heap` default, like the bench.
 #include "sim/jit/jit.h"
 #include "sim/cache_training.h"
@@ -59,6 +61,7 @@ struct Rung {
   bool planned;  // the cache per site, from a training profile
   bool alloc_marks = false;  // the profiler marks allocations; the pass may assume it
   bool trace = false;        // the binary trace written to a file in /tmp
+  bool root_marks = false;   // every GC marks what the frames hold; the pass may assume it
 };
 const Rung kRungs[] = {
     {"no-barriers", false, ir::PassKind::kNone, false, false, false},
@@ -69,6 +72,7 @@ const Rung kRungs[] = {
     {"all", true, ir::PassKind::kGlobal, true, false, true, true},
     {"all-pinned", true, ir::PassKind::kGlobal, true, true, true, true},
     {"all-trace", true, ir::PassKind::kGlobal, true, false, true, true, true},
+    {"all-roots", true, ir::PassKind::kGlobal, true, false, true, true, false, true},
 };
 
 [[noreturn]] void die(const std::string& message) {
@@ -101,13 +105,15 @@ struct Outcome {
   return r;
 }
 
-// The semispace heap at the workload's default size.
-sim::HeapOptions heap_options(const sim::LoadedWorkload& wl) {
+// The semispace heap at the workload's default size; it marks its frames' roots at each GC
+// for a rung whose pass assumes it.
+sim::HeapOptions heap_options(const sim::LoadedWorkload& wl, const Rung& rung) {
   auto heap_bytes = sim::parse_size(wl.default_heap.empty() ? "8M" : wl.default_heap);
   if (!heap_bytes.ok()) die(heap_bytes.error().message);
   sim::HeapOptions ho;
   ho.heap_bytes = *heap_bytes;
   ho.gc = sim::GcPolicy::kSemiSpace;
+  ho.mark_frame_roots = rung.root_marks;
   return ho;
 }
 
@@ -117,9 +123,10 @@ sim::CacheProfile training_profile(const sim::LoadedWorkload& wl, std::uint64_t 
   sim::InterpOptions io;
   io.pass = rung.pass;
   io.allocation_marks = rung.alloc_marks;
+  io.roots_marked = rung.root_marks;
   io.size = sim::training_size(size);
   io.threads = threads;
-  auto profile = sim::train_cache_profile(wl.module, heap_options(wl), io);
+  auto profile = sim::train_cache_profile(wl.module, heap_options(wl, rung), io);
   if (!profile.ok()) die("training run: " + profile.error().message);
   return std::move(*profile);
 }
@@ -135,11 +142,12 @@ Outcome run_once(const sim::LoadedWorkload& wl, std::uint64_t size, std::uint32_
   po.trace_path = trace_path;
   auto prof = Profiler::create(std::move(po));
   if (!prof.ok()) die(prof.error().message);
-  auto heap = sim::Heap::create(heap_options(wl), prof->get());
+  auto heap = sim::Heap::create(heap_options(wl, rung), prof->get());
   if (!heap.ok()) die(heap.error().message);
   sim::InterpOptions io;
   io.pass = rung.pass;
   io.allocation_marks = rung.alloc_marks;
+  io.roots_marked = rung.root_marks;
   io.barrier = BarrierConfig{rung.cache, MarkMode::kRacy, false};
   io.size = size;
   io.threads = threads;
