@@ -100,6 +100,7 @@ struct ProfilerState {
   ThreadTotals retired;
   std::uint64_t retired_threads = 0;
   std::vector<PendingTracked> orphaned_tracked;
+  std::vector<TrackedRecord> orphaned_records;
 
   std::unique_ptr<HookChecker> checker;  // only with ProfilerOptions::check_hooks
   mutable std::mutex protocol_mutex;
@@ -412,6 +413,7 @@ void Profiler::write_header_once() {
     if (state_->spaces.size() == 1) {
       space_begin_ = state_->spaces[0].begin();
       space_bytes_ = state_->spaces[0].size();
+      space_log2_granule_ = state_->spaces[0].log2_alignment();
       space_desc_ = &state_->bitmaps[0]->descriptor();
     }
     slow_alloc_ = check_hooks_ || state_->spaces.size() != 1;
@@ -515,6 +517,8 @@ void Profiler::detach_thread(ThreadState& thread) {
     ++st.retired_threads;
     auto& pending = thread.pending_tracked();
     st.orphaned_tracked.insert(st.orphaned_tracked.end(), pending.begin(), pending.end());
+    auto& records = thread.pending_records();
+    st.orphaned_records.insert(st.orphaned_records.end(), records.begin(), records.end());
     auto& resizes = thread.pending_resizes();
     st.orphaned_resizes.insert(st.orphaned_resizes.end(), resizes.begin(), resizes.end());
     // Last in the vector, so the order of the others does not matter to anyone.
@@ -562,6 +566,14 @@ std::uint32_t Profiler::birth_epoch() const noexcept {
 }
 
 void Profiler::track_alloc(ThreadState& thread, std::uint32_t site, std::uint32_t type, Address addr, std::uint64_t size) {
+  // One space (the object is in it: on_alloc checked): the tracker's own record, so gc_begin
+  // only copies it. Several: the address, for the tracker to place.
+  if (space_desc_) {
+    thread.pending_records().push_back(internal::TrackedRecord{
+        static_cast<std::uint32_t>((addr - space_begin_) >> space_log2_granule_), intern_pair(thread, site, type),
+        size_granules(size), birth_epoch()});
+    return;
+  }
   thread.pending_tracked().push_back(
       internal::PendingTracked{addr, intern_pair(thread, site, type), size_granules(size), birth_epoch()});
 }
@@ -631,6 +643,8 @@ Status Profiler::gc_begin(GcKind kind) {
     bytes = st.retired.bytes;
     st.objects_tracked.fetch_add(st.tracker.add(st.orphaned_tracked), std::memory_order_relaxed);
     st.orphaned_tracked.clear();
+    st.objects_tracked.fetch_add(st.tracker.add_records(st.orphaned_records), std::memory_order_relaxed);
+    st.orphaned_records.clear();
     std::vector<internal::PendingResize>& resizes = st.gc_resizes;
     resizes.swap(st.orphaned_resizes);
     st.orphaned_resizes.clear();
@@ -640,6 +654,8 @@ Status Profiler::gc_begin(GcKind kind) {
       if (EventBuffer* b = t->buffer()) b->flush();
       st.objects_tracked.fetch_add(st.tracker.add(t->pending_tracked()), std::memory_order_relaxed);
       t->pending_tracked().clear();
+      st.objects_tracked.fetch_add(st.tracker.add_records(t->pending_records()), std::memory_order_relaxed);
+      t->pending_records().clear();
       resizes.insert(resizes.end(), t->pending_resizes().begin(), t->pending_resizes().end());
       t->pending_resizes().clear();
       const std::uint64_t own = t->allocated_bytes.load(std::memory_order_relaxed);

@@ -162,6 +162,28 @@ std::uint64_t StaleTracker::add_to_the_space(std::span<const PendingTracked> obj
   return added;
 }
 
+std::uint64_t StaleTracker::add_records(std::span<const TrackedRecord> records) {
+  if (records.empty() || spaces_.size() != 1) return 0;
+  std::vector<TrackedRecord>& t = tables_[0];
+  const std::size_t old = t.size();
+  t.insert(t.end(), records.begin(), records.end());
+  if (!exact_starts_) return records.size();
+  if (!starts_[0].ensure(spaces_[0].granule_count())) {
+    exact_starts_ = false;
+    return records.size();
+  }
+  std::uint64_t* words = starts_[0].words();
+  std::uint64_t seen = 0;
+  for (std::size_t i = old; i < t.size(); ++i) {
+    const std::uint32_t g = t[i].granule;
+    const std::uint64_t bit = std::uint64_t{1} << (g & 63);
+    seen |= words[g >> 6] & bit;
+    words[g >> 6] |= bit;
+  }
+  if (seen) conflicts_pending_ = true;
+  return records.size();
+}
+
 std::uint64_t StaleTracker::add(std::span<const PendingTracked> objects) {
   if (objects.empty()) return 0;
   if (spaces_.size() == 1 && exact_starts_ && starts_[0].ensure(spaces_[0].granule_count()))

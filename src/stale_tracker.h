@@ -22,14 +22,6 @@
 
 namespace objprof::internal {
 
-struct TrackedRecord {
-  std::uint32_t granule;      // offset in its space, in granules
-  std::uint32_t site_type;    // interned (site, type, owner clock)
-  std::uint32_t size_flags;   // size in granules (31 bits) | reported flag (bit 31)
-  std::uint32_t last_access;  // last epoch with an access (birth counts as one)
-};
-static_assert(sizeof(TrackedRecord) == 16, "the tracker promises 16 bytes per tracked object");
-
 struct MoveLog { Address from, to; };
 struct RangeMoveLog { Address from, to; std::uint64_t bytes; };
 struct FreeRangeLog { Address from; std::uint64_t bytes; };
@@ -71,6 +63,9 @@ class StaleTracker {
   // no space is not. A new object whose start is already a live record's is a conflict (the
   // runtime reused memory without reporting a free): the next apply() resolves it.
   std::uint64_t add(std::span<const PendingTracked> objects);
+  // The same for records of the only space, as on_alloc writes them (granule, pair, size,
+  // birth): one copy, then one bit per object.
+  std::uint64_t add_records(std::span<const TrackedRecord> records);
   // Applies the epoch's footprint changes (at gc_begin, after add): a tracked object takes its
   // new size; an untracked one is tracked from now on, with the resize's site, type and epoch
   // as its birth. Returns how many objects started being tracked.

@@ -25,8 +25,18 @@ namespace objprof {
 
 
 namespace internal {
+// The stale tracker's record of one tracked object (16 bytes). on_alloc writes it directly for
+// the usual single space, so gc_begin appends a thread's new objects with one copy.
+struct TrackedRecord {
+  std::uint32_t granule;      // offset in its space, in granules
+  std::uint32_t site_type;    // interned (site, type, owner clock)
+  std::uint32_t size_flags;   // size in granules (31 bits) | reported flag (bit 31)
+  std::uint32_t last_access;  // last epoch with an access (birth counts as one)
+};
+static_assert(sizeof(TrackedRecord) == 16, "the tracker promises 16 bytes per tracked object");
 // A tracked (size >= threshold) allocation waiting to be merged into the stale tracker at the
-// next gc_begin. Kept on the allocating thread so on_alloc takes no lock.
+// next gc_begin, when there are several spaces (one space: a TrackedRecord). Kept on the
+// allocating thread so on_alloc takes no lock.
 struct PendingTracked {
   Address addr;
   std::uint32_t site_type;  // interned (site, type) pair
@@ -96,6 +106,7 @@ class alignas(kCacheLine) ThreadState {
 
   // Profiler-private: tracked allocations since the last GC (owner thread appends).
   std::vector<internal::PendingTracked>& pending_tracked() noexcept { return pending_tracked_; }
+  std::vector<internal::TrackedRecord>& pending_records() noexcept { return pending_records_; }
   std::vector<internal::PendingResize>& pending_resizes() noexcept { return pending_resizes_; }
   internal::PairCache& pair_cache() noexcept { return pair_cache_; }
   // Profiler-private: this thread's progress clock (the stale check's second condition).
@@ -107,6 +118,7 @@ class alignas(kCacheLine) ThreadState {
   std::string name_;
   std::unique_ptr<EventBuffer> buffer_;
   std::vector<internal::PendingTracked> pending_tracked_;
+  std::vector<internal::TrackedRecord> pending_records_;  // the only space's, ready for the tracker
   std::vector<internal::PendingResize> pending_resizes_;
   internal::PairCache pair_cache_;
   std::uint32_t clock_slot_ = 0;
