@@ -69,7 +69,12 @@ StaleTracker::GranuleBits::~GranuleBits() {
 bool StaleTracker::GranuleBits::ensure(std::uint64_t granules) noexcept {
   if (words_) return true;
   const auto bytes = static_cast<std::size_t>((granules + 64) / 64 * 8);
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  // Bits for a heap of up to 128 MiB come with their pages (at most 2 MiB, when the spaces
+  // freeze): the filter reads them across every freed range, and a page fault on first touch
+  // inside a GC costs more than a short collection's whole profiler share. Larger spaces get
+  // pages as tracked objects and freed ranges reach them.
+  const int populate = bytes <= (std::size_t{2} << 20) ? MAP_POPULATE : 0;
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | populate, -1, 0);
   if (p == MAP_FAILED) return false;
   words_ = static_cast<std::uint64_t*>(p);
   bytes_ = bytes;
