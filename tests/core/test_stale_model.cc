@@ -41,7 +41,9 @@ struct Report {
   bool operator==(const Report& o) const = default;
 };
 
-void run_model(std::uint64_t seed, std::uint32_t k) {
+// two_spaces: each half of the heap is a space of its own, so a copy moves every survivor into
+// the other space (the tracker's multi-space paths: placing records by address, re-homing them).
+void run_model(std::uint64_t seed, std::uint32_t k, bool two_spaces = false) {
   constexpr std::uint64_t kHalf = 256 << 10, kTracked = 256;
   FakeHeap heap(2 * kHalf);
   std::vector<Report> got;
@@ -52,10 +54,22 @@ void run_model(std::uint64_t seed, std::uint32_t k) {
   o.default_leak_printer = false;
   o.on_leak = [&](const LeakReport& r) { got.push_back({r.addr, r.epoch, r.last_access_epoch}); };
   auto prof = std::move(*Profiler::create(std::move(o)));
-  REQUIRE(prof->add_space(heap.space()).ok());
+  if (two_spaces) {
+    for (std::uint64_t h = 0; h < 2; ++h) {
+      const Address b = heap.space().begin() + h * kHalf;
+      auto space = HeapSpace::make(b, b + kHalf, 8, h == 0 ? "half-0" : "half-1");
+      REQUIRE(space.ok());
+      REQUIRE(prof->add_space(*space).ok());
+    }
+  } else {
+    REQUIRE(prof->add_space(heap.space()).ok());
+  }
   REQUIRE(prof->define_type({1, "Obj", 0, false}).ok());
   REQUIRE(prof->define_site({1, 0, "model", 0}).ok());
   ThreadState& thread = **prof->attach_thread(1, "mutator");
+  auto bitmap_of = [&](Address a) -> AccessBitmap& {
+    return prof->bitmap(two_spaces && a >= heap.space().begin() + kHalf ? 1 : 0);
+  };
 
   std::mt19937_64 rng(seed);
   const std::uint64_t sizes[] = {16, 32, 48, 64, 256, 272, 512, 1024};
@@ -87,7 +101,7 @@ void run_model(std::uint64_t seed, std::uint32_t k) {
     // Access about a third of the live objects.
     for (ModelObject& ob : live)
       if (rng() % 3 == 0) {
-        access<>(thread, prof->bitmap(0), ob.addr);
+        access<>(thread, bitmap_of(ob.addr), ob.addr);
         ob.last_access = e;
       }
     // Collect.
@@ -172,6 +186,11 @@ void run_model(std::uint64_t seed, std::uint32_t k) {
 TEST_CASE("Stale detection matches a reference model under random frees, copies and slides", "[core][profiler]") {
   for (std::uint64_t seed = 1; seed <= 8; ++seed)
     for (std::uint32_t k : {1u, 3u}) run_model(seed, k);
+}
+
+TEST_CASE("Stale detection matches the reference model with each semispace a space of its own", "[core][profiler]") {
+  for (std::uint64_t seed = 11; seed <= 16; ++seed)
+    for (std::uint32_t k : {1u, 3u}) run_model(seed, k, true);
 }
 
 // A runtime that reuses a tracked object's memory without reporting its free (a protocol
