@@ -5,7 +5,13 @@
 
 #include <bit>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 static_assert(std::endian::native == std::endian::little,
               "bitmap words are read as little-endian (byte i, bit j = word bit 8i+j)");
@@ -169,12 +175,13 @@ namespace {
 
 using WordList = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
 
-// The scans are compiled twice on x86_64: with the POPCNT instruction when the CPU has it
-// (chosen once at start-up), and for the baseline ISA, where popcount is a libgcc call.
+// Words [begin, end): the marked granules, and (kCollect) the non-zero words with their index.
+// Compiled for the baseline ISA, where popcount is a libgcc call, and again per x86_64 path.
 template <bool kCollect>
-OBJPROF_ALWAYS_INLINE std::uint64_t scan_words(const std::uint8_t* data, std::size_t words, WordList* out) {
+OBJPROF_ALWAYS_INLINE std::uint64_t scan_words(const std::uint8_t* data, std::size_t begin, std::size_t end,
+                                               WordList* out) {
   std::uint64_t n = 0;
-  for (std::size_t w = 0; w < words; ++w) {
+  for (std::size_t w = begin; w < end; ++w) {
     std::uint64_t word;
     std::memcpy(&word, data + w * 8, 8);
     if (word == 0) continue;
@@ -187,22 +194,92 @@ OBJPROF_ALWAYS_INLINE std::uint64_t scan_words(const std::uint8_t* data, std::si
 #if defined(__x86_64__)
 template <bool kCollect>
 __attribute__((target("popcnt"))) std::uint64_t scan_popcnt(const std::uint8_t* data, std::size_t words, WordList* out) {
-  return scan_words<kCollect>(data, words, out);
+  return scan_words<kCollect>(data, 0, words, out);
 }
-const bool kHasPopcnt = __builtin_cpu_supports("popcnt");
+
+// A bitmap is mostly zero: one test per 64 bytes (8 words), the words only where it fails.
+template <bool kCollect>
+__attribute__((target("avx2,popcnt"))) std::uint64_t scan_avx2(const std::uint8_t* data, std::size_t words, WordList* out) {
+  std::uint64_t n = 0;
+  std::size_t w = 0;
+  for (; w + 8 <= words; w += 8) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + w * 8));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + w * 8 + 32));
+    const __m256i any = _mm256_or_si256(a, b);
+    if (_mm256_testz_si256(any, any)) continue;
+    n += scan_words<kCollect>(data, w, w + 8, out);
+  }
+  return n + scan_words<kCollect>(data, w, words, out);
+}
+
+bool cpu_has(BitmapScan path) noexcept {
+  switch (path) {
+    case BitmapScan::kPortable: return true;
+    case BitmapScan::kPopcnt: return __builtin_cpu_supports("popcnt");
+    case BitmapScan::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+  }
+  return false;
+}
+#else
+bool cpu_has(BitmapScan path) noexcept { return path == BitmapScan::kPortable; }
 #endif
 
+BitmapScan best_scan() noexcept {
+  for (BitmapScan p : {BitmapScan::kAvx2, BitmapScan::kPopcnt})
+    if (cpu_has(p)) return p;
+  return BitmapScan::kPortable;
+}
+
+// The best path, or the one OBJPROF_BITMAP_SCAN names if this CPU can run it. A function-local
+// static: correct even when another file's static initialiser scans a bitmap.
+BitmapScan chosen_scan() noexcept {
+  static const BitmapScan chosen = [] {
+    const char* forced = std::getenv("OBJPROF_BITMAP_SCAN");
+    if (forced == nullptr || *forced == '\0') return best_scan();
+    const Result<BitmapScan> p = bitmap_scan_from_name(forced);
+    if (!p.ok() || !cpu_has(*p)) {
+      std::fprintf(stderr, "objprof: OBJPROF_BITMAP_SCAN=%s: %s; using %s\n", forced,
+                   p.ok() ? "this CPU cannot run it" : p.error().message.c_str(),
+                   std::string(bitmap_scan_name(best_scan())).c_str());
+      return best_scan();
+    }
+    return *p;
+  }();
+  return chosen;
+}
+
 template <bool kCollect>
-std::uint64_t scan(const std::uint8_t* data, std::size_t words, WordList* out) {
+std::uint64_t scan(BitmapScan path, const std::uint8_t* data, std::size_t words, WordList* out) {
 #if defined(__x86_64__)
-  if (kHasPopcnt) return scan_popcnt<kCollect>(data, words, out);
+  if (path == BitmapScan::kAvx2) return scan_avx2<kCollect>(data, words, out);
+  if (path == BitmapScan::kPopcnt) return scan_popcnt<kCollect>(data, words, out);
+#else
+  (void)path;
 #endif
-  return scan_words<kCollect>(data, words, out);
+  return scan_words<kCollect>(data, 0, words, out);
 }
 
 }  // namespace
 
-std::uint64_t BitmapSnapshot::count() const noexcept { return scan<false>(data_, size_ / 8, nullptr); }
+bool bitmap_scan_supported(BitmapScan path) noexcept { return cpu_has(path); }
+BitmapScan bitmap_scan_path() noexcept { return chosen_scan(); }
+
+std::string_view bitmap_scan_name(BitmapScan path) noexcept {
+  switch (path) {
+    case BitmapScan::kPortable: return "portable";
+    case BitmapScan::kPopcnt: return "popcnt";
+    case BitmapScan::kAvx2: return "avx2";
+  }
+  return "?";
+}
+
+Result<BitmapScan> bitmap_scan_from_name(std::string_view name) {
+  for (BitmapScan p : kAllBitmapScans)
+    if (bitmap_scan_name(p) == name) return p;
+  return make_error(ErrorCode::kInvalidArgument, "unknown bitmap scan '" + std::string(name) + "' (portable, popcnt, avx2)");
+}
+
+std::uint64_t BitmapSnapshot::count() const noexcept { return scan<false>(chosen_scan(), data_, size_ / 8, nullptr); }
 
 void BitmapSnapshot::clear_words(const WordList& nonzero) noexcept {
   // The snapshot owns its buffer (mutators write to the other one now).
@@ -212,9 +289,12 @@ void BitmapSnapshot::clear_words(const WordList& nonzero) noexcept {
   clean_ = true;
 }
 
-std::uint64_t BitmapSnapshot::nonzero_words(WordList& out) const {
+std::uint64_t BitmapSnapshot::nonzero_words(WordList& out) const { return nonzero_words_with(chosen_scan(), out); }
+
+std::uint64_t BitmapSnapshot::nonzero_words_with(BitmapScan path, WordList& out) const {
   out.clear();
-  return scan<true>(data_, size_ / 8, &out);
+  if (!cpu_has(path)) path = chosen_scan();
+  return scan<true>(path, data_, size_ / 8, &out);
 }
 
 }  // namespace objprof

@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace objprof {
@@ -137,6 +138,18 @@ class AccessBitmap {
   std::vector<Buffer> all_owned_;  // every owned buffer, for munmap
 };
 
+// How a snapshot's scan finds its non-zero words (count(), nonzero_words()): portable C++; with
+// the POPCNT instruction; or with AVX2 skipping 64 zero bytes per test (x86_64). The best path
+// the CPU runs is chosen once; the environment variable OBJPROF_BITMAP_SCAN=portable|popcnt|avx2
+// forces one (a path this CPU cannot run falls back to the best, with a message on stderr).
+// Every path gives the same answer (tests force each).
+enum class BitmapScan : std::uint8_t { kPortable, kPopcnt, kAvx2 };
+inline constexpr BitmapScan kAllBitmapScans[] = {BitmapScan::kPortable, BitmapScan::kPopcnt, BitmapScan::kAvx2};
+bool bitmap_scan_supported(BitmapScan path) noexcept;
+BitmapScan bitmap_scan_path() noexcept;
+std::string_view bitmap_scan_name(BitmapScan path) noexcept;
+Result<BitmapScan> bitmap_scan_from_name(std::string_view name);
+
 // The bits of one epoch. Move-only; destruction clears the buffer and returns it to its bitmap.
 // Must not outlive the AccessBitmap.
 class BitmapSnapshot {
@@ -156,6 +169,8 @@ class BitmapSnapshot {
   // `out` (cleared first) and returns the number of marked granules. Word i covers granules
   // 64i .. 64i+63. This is what the profiler dumps into the trace at each GC.
   std::uint64_t nonzero_words(std::vector<std::pair<std::uint64_t, std::uint64_t>>& out) const;
+  // The same on a chosen path (it must be bitmap_scan_supported), for tests and benchmarks.
+  std::uint64_t nonzero_words_with(BitmapScan path, std::vector<std::pair<std::uint64_t, std::uint64_t>>& out) const;
 
   // Zeroes exactly the given words (those nonzero_words() found: all the marked ones), so
   // returning the buffer to its bitmap costs what was marked instead of a clear of the whole

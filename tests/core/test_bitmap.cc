@@ -232,3 +232,51 @@ TEST_CASE("Bitmap snapshot cleared word by word returns its buffer all zero", "[
   auto one = std::move(*bm->snapshot_and_clear());
   CHECK(one.count() == 1);
 }
+
+// Every scan path the CPU runs finds the same words as a plain walk of the bits: random marks of
+// several densities (a mark alone in its 64-byte block, blocks full of marks, the tail words
+// beyond the last whole block), in spaces whose bitmap is not a multiple of 64 bytes.
+TEST_CASE("Bitmap scans: every path finds the same non-zero words", "[core][bitmap][scan]") {
+  CHECK(bitmap_scan_supported(BitmapScan::kPortable));
+  CHECK(bitmap_scan_supported(bitmap_scan_path()));
+  for (BitmapScan p : kAllBitmapScans) {
+    auto named = bitmap_scan_from_name(bitmap_scan_name(p));
+    REQUIRE(named.ok());
+    CHECK(*named == p);
+  }
+  CHECK_FALSE(bitmap_scan_from_name("sse9").ok());
+  std::uint64_t seed = 7;
+  auto next = [&] {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return seed >> 33;
+  };
+  for (std::size_t bytes : {std::size_t{4096}, std::size_t{40960 + 8 * 512}, std::size_t{1} << 20}) {
+    for (unsigned density : {1u, 50u, 2000u}) {  // marks per 100k granules
+      FakeHeap heap(bytes);
+      auto bm = std::move(*AccessBitmap::create(heap.space()));
+      std::vector<std::pair<std::uint64_t, std::uint64_t>> want;
+      const std::uint64_t granules = bytes / 8;
+      std::vector<std::uint64_t> words((granules + 63) / 64, 0);
+      for (std::uint64_t g = 0; g < granules; ++g)
+        if (next() % 100000 < density || g + 1 == granules) {
+          bm->mark<MarkMode::kRacy>(heap.at(g * 8));
+          words[g / 64] |= std::uint64_t{1} << (g % 64);
+        }
+      std::uint64_t marked = 0;
+      for (std::size_t w = 0; w < words.size(); ++w)
+        if (words[w]) {
+          want.emplace_back(w, words[w]);
+          marked += static_cast<std::uint64_t>(std::popcount(words[w]));
+        }
+      auto snap = std::move(*bm->snapshot_and_clear());
+      for (BitmapScan p : kAllBitmapScans) {
+        if (!bitmap_scan_supported(p)) continue;
+        INFO("bytes " << bytes << " density " << density << " path " << bitmap_scan_name(p));
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> got;
+        CHECK(snap.nonzero_words_with(p, got) == marked);
+        CHECK(got == want);
+      }
+      CHECK(snap.count() == marked);
+    }
+  }
+}
