@@ -108,18 +108,19 @@ bool StaleTracker::GranuleBits::any_in(std::uint64_t g0, std::uint64_t g1) const
   return (words_[last] & tail) != 0;
 }
 
-void StaleTracker::claim_table(std::size_t s) noexcept {
-  if (tables_[s].empty() || !exact_starts_) return;
+void StaleTracker::claim_from(std::size_t s, std::size_t first) noexcept {
+  if (first >= tables_[s].size() || !exact_starts_) return;
   if (!starts_[s].ensure(spaces_[s].granule_count())) {
-    exact_starts_ = false;
+    exact_starts_ = false;  // the filter lets everything through from now on
     return;
   }
   std::uint64_t* words = starts_[s].words();
   std::uint64_t seen = 0;
-  for (const TrackedRecord& r : tables_[s]) {
-    const std::uint64_t bit = std::uint64_t{1} << (r.granule & 63);
-    seen |= words[r.granule >> 6] & bit;
-    words[r.granule >> 6] |= bit;
+  for (std::size_t i = first; i < tables_[s].size(); ++i) {
+    const std::uint32_t g = tables_[s][i].granule;
+    const std::uint64_t bit = std::uint64_t{1} << (g & 63);
+    seen |= words[g >> 6] & bit;
+    words[g >> 6] |= bit;
   }
   if (seen) conflicts_pending_ = true;
 }
@@ -141,58 +142,16 @@ int StaleTracker::space_of(Address a) const noexcept {
   return -1;
 }
 
-std::uint64_t StaleTracker::add_to_the_space(std::span<const PendingTracked> objects) {
-  const HeapSpace& space = spaces_[0];
-  const Address begin = space.begin();
-  const std::uint64_t bytes = space.size();
-  const unsigned lg = space.log2_alignment();
-  std::vector<TrackedRecord>& t = tables_[0];
-  const std::size_t old = t.size();
-  t.resize(old + objects.size());
-  TrackedRecord* out = t.data() + old;
-  std::uint64_t* words = starts_[0].words();
-  std::uint64_t seen = 0;
-  for (const PendingTracked& p : objects) {
-    const Address off = p.addr - begin;
-    if (off >= bytes) continue;
-    const std::uint64_t g = off >> lg;
-    const std::uint64_t bit = std::uint64_t{1} << (g & 63);
-    seen |= words[g >> 6] & bit;
-    words[g >> 6] |= bit;
-    *out++ = TrackedRecord{static_cast<std::uint32_t>(g), p.site_type, p.size_granules & kSizeMask, p.birth_epoch};
-  }
-  if (seen) conflicts_pending_ = true;
-  const auto added = static_cast<std::uint64_t>(out - (t.data() + old));
-  t.resize(old + added);
-  return added;
-}
-
 std::uint64_t StaleTracker::add_records(std::span<const TrackedRecord> records) {
   if (records.empty() || spaces_.size() != 1) return 0;
   std::vector<TrackedRecord>& t = tables_[0];
   const std::size_t old = t.size();
   t.insert(t.end(), records.begin(), records.end());
-  if (!exact_starts_) return records.size();
-  if (!starts_[0].ensure(spaces_[0].granule_count())) {
-    exact_starts_ = false;
-    return records.size();
-  }
-  std::uint64_t* words = starts_[0].words();
-  std::uint64_t seen = 0;
-  for (std::size_t i = old; i < t.size(); ++i) {
-    const std::uint32_t g = t[i].granule;
-    const std::uint64_t bit = std::uint64_t{1} << (g & 63);
-    seen |= words[g >> 6] & bit;
-    words[g >> 6] |= bit;
-  }
-  if (seen) conflicts_pending_ = true;
+  claim_from(0, old);
   return records.size();
 }
 
 std::uint64_t StaleTracker::add(std::span<const PendingTracked> objects) {
-  if (objects.empty()) return 0;
-  if (spaces_.size() == 1 && exact_starts_ && starts_[0].ensure(spaces_[0].granule_count()))
-    return add_to_the_space(objects);
   std::uint64_t added = 0;
   // Appended after the older records, so a duplicate granule keeps the newer one at apply();
   // the tables keep their capacity from GC to GC, so steady-state adds do not allocate.
@@ -341,7 +300,7 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const MoveLog> moves, st
       }
     }
     std::erase_if(tables_[0], [](const TrackedRecord& r) { return r.site_type == kDead; });
-    claim_table(0);
+    claim_from(0, 0);
     return res;
   }
   // Lookups use pre-GC addresses, so new addresses go to a side array and are applied after
@@ -404,7 +363,7 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const MoveLog> moves, st
   }
   // Two survivors at one place (moved onto each other, or onto an object that stayed) claim
   // one start twice: the next apply() finds them through the index.
-  for (std::size_t s = 0; s < tables_.size(); ++s) claim_table(s);
+  for (std::size_t s = 0; s < tables_.size(); ++s) claim_from(s, 0);
   return res;
 }
 

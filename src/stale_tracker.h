@@ -59,8 +59,8 @@ class StaleTracker {
   // Largest granule index a record can hold; spaces above it are rejected at add_space.
   static constexpr std::uint64_t kMaxGranules = 0xFFFF'FFFFull;
 
-  // Adds the epoch's new objects (at gc_begin) and returns how many are tracked: an object in
-  // no space is not. A new object whose start is already a live record's is a conflict (the
+  // Adds the epoch's new objects (at gc_begin; with several spaces, or allocated before the
+  // spaces froze) and returns how many are tracked: an object in no space is not. A new object whose start is already a live record's is a conflict (the
   // runtime reused memory without reporting a free): the next apply() resolves it.
   std::uint64_t add(std::span<const PendingTracked> objects);
   // The same for records of the only space, as on_alloc writes them (granule, pair, size,
@@ -167,11 +167,8 @@ class StaleTracker {
   std::int64_t lookup(std::size_t s, std::uint32_t g) const noexcept;
   // The live record starting at address a: sets s and returns its index, or -1.
   std::int64_t locate(Address a, std::size_t& s) const noexcept;
-  // add() for the usual single space with its start bits mapped: one bounds check, one bit
-  // and one 16-byte store per object.
-  std::uint64_t add_to_the_space(std::span<const PendingTracked> objects);
-  // claim_start for every record of space s.
-  void claim_table(std::size_t s) noexcept;
+  // claim_start for the records of space s from index `first` on.
+  void claim_from(std::size_t s, std::size_t first) noexcept;
   // A record starts at granule g of space s from now on (a second one there is a conflict).
   void claim_start(std::size_t s, std::uint64_t g) noexcept;
   // Kills the live records of space s that start at a freed address or in a freed range;
