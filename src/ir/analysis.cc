@@ -3,6 +3,8 @@
 // functions cannot overflow the stack.
 #include "objprof/ir/analysis.h"
 
+#include "analysis_scratch.h"
+
 #include "objprof/ir/text.h"
 
 #include <fmt/format.h>
@@ -106,19 +108,22 @@ Status verify_function(const Function& f, const Module* module) {
 
 // ---- CFG ----------------------------------------------------------------------------------
 
-namespace {
-
 // The CFG from raw successor lists (as a terminator or a VM lists them, duplicates allowed).
-Cfg build_cfg(const Adjacency& raw) {
+void run_cfg(const Adjacency& raw, Cfg& cfg, CfgScratch& scratch) {
   const std::size_t n = raw.size();
-  Cfg cfg;
   cfg.rpo_index.assign(n, kNoBlock);
+  cfg.rpo.clear();
+  cfg.critical_edges.clear();
+  cfg.unreachable.clear();
   // Successors, deduplicated, then predecessors by counting sort (so in block order).
   auto& so = cfg.succs.offsets_;
   auto& si = cfg.succs.items_;
+  so.clear();
+  si.clear();
   so.reserve(n + 1);
   si.reserve(raw.total());
-  std::vector<std::uint32_t> pred_count(n + 1, 0);
+  auto& pred_count = cfg.preds.offsets_;
+  pred_count.assign(n + 1, 0);
   for (BlockId b = 0; b < n; ++b) {
     so.push_back(static_cast<std::uint32_t>(si.size()));
     const std::size_t first = si.size();
@@ -130,17 +135,26 @@ Cfg build_cfg(const Adjacency& raw) {
   }
   so.push_back(static_cast<std::uint32_t>(si.size()));
   for (std::size_t b = 0; b < n; ++b) pred_count[b + 1] += pred_count[b];
-  cfg.preds.offsets_ = pred_count;
+  auto& cursor = scratch.cursor;
+  cursor.assign(pred_count.begin(), pred_count.end());
   cfg.preds.items_.resize(si.size());
+  cfg.pred_position.resize(si.size());
   for (BlockId b = 0; b < n; ++b) {
-    for (BlockId t : cfg.succs[b]) cfg.preds.items_[pred_count[t]++] = b;
+    for (std::uint32_t e = so[b]; e < so[b + 1]; ++e) {
+      const BlockId t = si[e];
+      cfg.pred_position[e] = cursor[t] - pred_count[t];
+      cfg.preds.items_[cursor[t]++] = b;
+    }
   }
-  if (n == 0) return cfg;
+  if (n == 0) return;
   // Iterative DFS post-order from the entry.
-  std::vector<BlockId> post;
+  auto& post = scratch.post;
+  post.clear();
   post.reserve(n);
-  std::vector<std::uint8_t> seen(n, 0);
-  std::vector<std::pair<BlockId, std::uint32_t>> stack;
+  auto& seen = scratch.seen;
+  seen.assign(n, 0);
+  auto& stack = scratch.stack;
+  stack.clear();
   stack.emplace_back(0, 0);
   seen[0] = 1;
   while (!stack.empty()) {
@@ -171,10 +185,7 @@ Cfg build_cfg(const Adjacency& raw) {
       if (reachable_preds > 1) cfg.critical_edges.emplace_back(b, s);
     }
   }
-  return cfg;
 }
-
-}  // namespace
 
 Cfg CfgAnalysis::run(const Function& f) {
   Adjacency raw;
@@ -184,10 +195,18 @@ Cfg CfgAnalysis::run(const Function& f) {
     if (!block.instrs.empty()) raw.items_.insert(raw.items_.end(), block.instrs.back().targets.begin(), block.instrs.back().targets.end());
   }
   raw.offsets_.push_back(static_cast<std::uint32_t>(raw.items_.size()));
-  return build_cfg(raw);
+  Cfg cfg;
+  CfgScratch scratch;
+  run_cfg(raw, cfg, scratch);
+  return cfg;
 }
 
-Cfg CfgAnalysis::run(const FunctionShape& shape) { return build_cfg(shape.succs); }
+Cfg CfgAnalysis::run(const FunctionShape& shape) {
+  Cfg cfg;
+  CfgScratch scratch;
+  run_cfg(shape.succs, cfg, scratch);
+  return cfg;
+}
 
 std::string print_cfg(const Function& f, const Cfg& cfg) {
   std::string s = fmt::format("cfg of {}: {} blocks, {} reachable\n", f.name, f.blocks.size(), cfg.rpo.size());
@@ -208,24 +227,36 @@ std::string print_cfg(const Function& f, const Cfg& cfg) {
 // ---- Dominator tree -----------------------------------------------------------------------
 
 DomTree DominatorTreeAnalysis::run(const Cfg& cfg) {
-  const std::size_t n = cfg.rpo_index.size();
   DomTree dt;
+  DominatorScratch scratch;
+  run_dominators(cfg, dt, scratch);
+  return dt;
+}
+
+void run_dominators(const Cfg& cfg, DomTree& dt, DominatorScratch& scratch) {
+  const std::size_t n = cfg.rpo_index.size();
   dt.idom.assign(n, kNoBlock);
   dt.children.offsets_.assign(n + 1, 0);
+  dt.children.items_.clear();
   dt.pre.assign(n, kNoBlock);
   dt.post.assign(n, kNoBlock);
-  if (cfg.rpo.empty()) return dt;
+  if (cfg.rpo.empty()) return;
   // Semi-NCA (Georgiadis; as in LLVM's SemiNCA): semidominators by a reverse-preorder sweep
   // with path compression, then each idom as the nearest ancestor of the DFS parent whose
   // number is at most the semidominator's. Near-linear on any graph, where the iterative
   // algorithm's sweeps and `intersect` walks grow with unstructured control flow.
   // Vertices are DFS preorder numbers; 0 is the entry.
   const std::uint32_t m = static_cast<std::uint32_t>(cfg.rpo.size());
-  std::vector<BlockId> vertex;  // preorder number -> block
+  auto& vertex = scratch.vertex;  // preorder number -> block
+  vertex.clear();
   vertex.reserve(m);
-  std::vector<std::uint32_t> num(n, kNoBlock), parent(m, 0);
+  auto& num = scratch.num;
+  auto& parent = scratch.parent;
+  num.assign(n, kNoBlock);
+  parent.assign(m, 0);
   {
-    std::vector<std::pair<BlockId, std::uint32_t>> stack;
+    auto& stack = scratch.stack;
+    stack.clear();
     const BlockId entry = cfg.rpo[0];
     num[entry] = 0;
     vertex.push_back(entry);
@@ -247,9 +278,16 @@ DomTree DominatorTreeAnalysis::run(const Cfg& cfg) {
       }
     }
   }
-  std::vector<std::uint32_t> semi(m), label(m), ancestor(m, kNoBlock), idom(m, 0);
+  auto& semi = scratch.semi;
+  auto& label = scratch.label;
+  auto& ancestor = scratch.ancestor;
+  auto& idom = scratch.idom;
+  auto& path = scratch.path;
+  semi.resize(m);
+  label.resize(m);
+  ancestor.assign(m, kNoBlock);
+  idom.assign(m, 0);
   for (std::uint32_t v = 0; v < m; ++v) semi[v] = label[v] = v;
-  std::vector<std::uint32_t> path;
   // eval(v): the vertex of smallest semi on the compressed forest path above v (v itself if v
   // is a root); compresses the path iteratively.
   auto eval = [&](std::uint32_t v) {
@@ -277,17 +315,19 @@ DomTree DominatorTreeAnalysis::run(const Cfg& cfg) {
     while (d > semi[w]) d = idom[d];
     idom[w] = d;
   }
-  std::vector<std::pair<std::uint32_t, BlockId>> edges;
+  auto& edges = scratch.edges;
+  edges.clear();
   edges.reserve(m);
   for (std::uint32_t i = 1; i < m; ++i) {
     BlockId b = cfg.rpo[i];
     dt.idom[b] = vertex[idom[num[b]]];
     edges.emplace_back(dt.idom[b], b);  // RPO order, since i increases
   }
-  dt.children = CsrLists<BlockId>::from_pairs(n, edges);
+  dt.children.assign_from_pairs(n, edges);
   // Pre/post numbering of the tree (iterative).
   std::uint32_t counter = 0;
-  std::vector<std::pair<BlockId, std::uint32_t>> stack;
+  auto& stack = scratch.stack;
+  stack.clear();
   stack.emplace_back(cfg.rpo[0], 0);
   dt.pre[cfg.rpo[0]] = counter++;
   while (!stack.empty()) {
@@ -301,7 +341,6 @@ DomTree DominatorTreeAnalysis::run(const Cfg& cfg) {
       stack.pop_back();
     }
   }
-  return dt;
 }
 
 std::string print_domtree(const Function& f, const DomTree& dt) {
@@ -377,9 +416,18 @@ Status verify_domtree(const Function& f, const Cfg& cfg, const DomTree& dt, std:
 // ---- Dominance frontiers ------------------------------------------------------------------
 
 DominanceFrontiers DominanceFrontierAnalysis::run(const Cfg& cfg, const DomTree& dt) {
+  DominanceFrontiers df;
+  FrontierScratch scratch;
+  run_frontiers(cfg, dt, df, scratch);
+  return df;
+}
+
+void run_frontiers(const Cfg& cfg, const DomTree& dt, DominanceFrontiers& df, FrontierScratch& scratch) {
   const std::size_t n = cfg.rpo_index.size();
-  std::vector<std::pair<std::uint32_t, BlockId>> entries;  // (runner, frontier block)
-  std::vector<BlockId> last(n, kNoBlock);                  // last frontier block added per runner
+  auto& entries = scratch.entries;  // (runner, frontier block)
+  entries.clear();
+  auto& last = scratch.last;        // last frontier block added per runner
+  last.assign(n, kNoBlock);
   for (BlockId b : cfg.rpo) {
     std::size_t reachable_preds = 0;
     for (BlockId p : cfg.preds[b]) reachable_preds += cfg.reachable(p) ? 1 : 0;
@@ -397,9 +445,7 @@ DominanceFrontiers DominanceFrontierAnalysis::run(const Cfg& cfg, const DomTree&
       }
     }
   }
-  DominanceFrontiers df;
-  df.df = CsrLists<BlockId>::from_pairs(n, entries);
-  return df;
+  df.df.assign_from_pairs(n, entries);
 }
 
 std::string print_frontiers(const Function& f, const DominanceFrontiers& df) {
@@ -440,38 +486,61 @@ Status verify_frontiers(const Function& f, const Cfg& cfg, const DomTree& dt, co
 
 // ---- Analysis manager ---------------------------------------------------------------------
 
+FunctionAnalyses::FunctionAnalyses() : scratch_(std::make_unique<AnalysisScratch>()) {}
+FunctionAnalyses::FunctionAnalyses(const Function& f) : FunctionAnalyses() { f_ = &f; }
+FunctionAnalyses::FunctionAnalyses(const FunctionShape& shape) : FunctionAnalyses() { shape_ptr_ = &shape; }
+FunctionAnalyses::~FunctionAnalyses() = default;
+
+void FunctionAnalyses::reset(const Function& f) {
+  invalidate();
+  f_ = &f;
+  shape_ptr_ = nullptr;
+}
+void FunctionAnalyses::reset(const FunctionShape& shape) {
+  invalidate();
+  f_ = nullptr;
+  shape_ptr_ = &shape;
+}
+
 const FunctionShape& FunctionAnalyses::shape() {
   if (shape_ptr_ == nullptr) {
-    shape_ = std::make_unique<FunctionShape>(shape_of(*f_));
-    shape_ptr_ = shape_.get();
+    shape_of(*f_, own_shape_);
+    shape_ptr_ = &own_shape_;
   }
   return *shape_ptr_;
 }
 const Cfg& FunctionAnalyses::cfg() {
-  if (!cfg_) cfg_ = std::make_unique<Cfg>(CfgAnalysis::run(shape()));
-  return *cfg_;
+  if ((valid_ & kCfgValid) == 0) {
+    run_cfg(shape().succs, cfg_, scratch_->cfg);
+    valid_ |= kCfgValid;
+  }
+  return cfg_;
 }
 const DomTree& FunctionAnalyses::domtree() {
-  if (!dt_) dt_ = std::make_unique<DomTree>(DominatorTreeAnalysis::run(cfg()));
-  return *dt_;
+  if ((valid_ & kDomTreeValid) == 0) {
+    run_dominators(cfg(), dt_, scratch_->dominators);
+    valid_ |= kDomTreeValid;
+  }
+  return dt_;
 }
 const DominanceFrontiers& FunctionAnalyses::frontiers() {
-  if (!df_) df_ = std::make_unique<DominanceFrontiers>(DominanceFrontierAnalysis::run(cfg(), domtree()));
-  return *df_;
+  if ((valid_ & kFrontiersValid) == 0) {
+    run_frontiers(cfg(), domtree(), df_, scratch_->frontiers);
+    valid_ |= kFrontiersValid;
+  }
+  return df_;
 }
 const SsaForm& FunctionAnalyses::ssa() {
-  if (!ssa_) ssa_ = std::make_unique<SsaForm>(SsaAnalysis::run(shape(), cfg(), domtree(), frontiers()));
-  return *ssa_;
-}
-void FunctionAnalyses::invalidate() {
-  ssa_.reset();
-  df_.reset();
-  dt_.reset();
-  cfg_.reset();
-  if (shape_) {
-    shape_.reset();
-    shape_ptr_ = nullptr;
+  if ((valid_ & kSsaValid) == 0) {
+    run_ssa(shape(), cfg(), domtree(), frontiers(), ssa_, scratch_->ssa);
+    valid_ |= kSsaValid;
   }
+  return ssa_;
+}
+AnalysisScratch& FunctionAnalyses::scratch() { return *scratch_; }
+void FunctionAnalyses::invalidate() {
+  valid_ = 0;
+  if (shape_ptr_ == &own_shape_) shape_ptr_ = nullptr;
 }
 
 }  // namespace objprof::ir

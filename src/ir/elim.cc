@@ -67,6 +67,14 @@ ElimResult make_all_kept(const Function& f) {
 
 ElimResult make_all_kept(const FunctionShape& shape) {
   ElimResult r;
+  make_all_kept(shape, r);
+  return r;
+}
+
+void make_all_kept(const FunctionShape& shape, ElimResult& r) {
+  r = ElimResult{.accesses = std::move(r.accesses), .block_first = std::move(r.block_first)};
+  r.accesses.clear();
+  r.block_first.clear();
   const std::size_t n = shape.num_blocks();
   r.block_first.reserve(n + 1);
   for (BlockId b = 0; b < n; ++b) {
@@ -81,7 +89,6 @@ ElimResult make_all_kept(const FunctionShape& shape) {
     }
   }
   r.block_first.push_back(static_cast<std::uint32_t>(r.accesses.size()));
-  return r;
 }
 
 std::string describe(const AccessDecision& d) {
@@ -115,8 +122,13 @@ bool NoElimPass::run(const Function& f, FunctionAnalyses&, ElimResult* out) {
 }
 
 Result<ElimResult> run_elim(const Function& f, const ElimOptions& options, const Module* module) {
+  FunctionAnalyses am;
+  return run_elim(f, options, module, am);
+}
+
+Result<ElimResult> run_elim(const Function& f, const ElimOptions& options, const Module* module, FunctionAnalyses& am) {
   OBJPROF_RETURN_IF_ERROR(verify_function(f, module));
-  FunctionAnalyses am(f);
+  am.reset(f);
   ElimResult result;
   switch (options.pass) {
     case PassKind::kNone: NoElimPass().run(f, am, &result); break;

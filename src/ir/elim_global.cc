@@ -11,6 +11,8 @@
 // this pass removes at least what the paper pass removes.
 #include "objprof/ir/elim.h"
 
+#include "analysis_scratch.h"
+
 #include <algorithm>
 #include <bit>
 #include <cstdio>
@@ -22,7 +24,24 @@ namespace {
 class GlobalSolver {
  public:
   GlobalSolver(FunctionAnalyses& am, const ElimOptions& options, ElimResult* out)
-      : shape_(am.shape()), cfg_(am.cfg()), ssa_(am.ssa()), options_(options), out_(out) {}
+      : shape_(am.shape()),
+        cfg_(am.cfg()),
+        ssa_(am.ssa()),
+        options_(options),
+        out_(out),
+        scratch_(am.scratch().global),
+        stamp_(scratch_.stamp),
+        mark_(scratch_.mark),
+        origin_(scratch_.origin),
+        origin_reason_(scratch_.origin_reason),
+        cur_(scratch_.cur),
+        out_bits_(scratch_.out_bits),
+        steps_(scratch_.steps),
+        step_begin_(scratch_.step_begin),
+        gen_(scratch_.gen),
+        keep_(scratch_.keep),
+        extra_(scratch_.extra),
+        extra_begin_(scratch_.extra_begin) {}
 
   bool run() {
     if (cfg_.rpo.empty()) return false;
@@ -32,7 +51,8 @@ class GlobalSolver {
     // With root marks a GC re-marks every object a live register holds, so it kills no fact:
     // facts are about values in registers, and a value accessed later is live across the GC.
     exact_ = options_.safepoints == SafepointMode::kExact && !options_.roots_marked;
-    mark_.assign(ssa_.values.size(), 0);
+    // Stamps only grow, so marks left by an earlier function are already stale.
+    mark_.resize(ssa_.values.size(), 0);
     origin_.assign(ssa_.values.size(), kNoSite);
     origin_reason_.assign(ssa_.values.size(), Reason::kAvailableAllPaths);
     cur_.resize(R_);
@@ -40,11 +60,15 @@ class GlobalSolver {
     summarize();
     // Greatest fixed point: start from "everything available" except at the entry.
     out_bits_.assign(n * W_, ~0ull);
-    std::vector<std::uint64_t> in(W_), out(W_);
+    std::vector<std::uint64_t>& in = scratch_.in;
+    std::vector<std::uint64_t>& out = scratch_.out;
+    in.resize(W_);
+    out.resize(W_);
     BlockId entry = cfg_.rpo[0];
     // Sweeps in RPO over the blocks whose predecessors changed; another sweep is needed only
     // when a change flows along a back edge.
-    std::vector<std::uint8_t> dirty(n, 0);
+    std::vector<std::uint8_t>& dirty = scratch_.dirty;
+    dirty.assign(n, 0);
     for (BlockId b : cfg_.rpo) dirty[b] = 1;
     bool again = true;
     while (again) {
@@ -90,9 +114,9 @@ class GlobalSolver {
       if (options_.receiver_marked && shape_.receiver != kNoReg) in[shape_.receiver / 64] |= 1ull << (shape_.receiver % 64);
       return;
     }
+    // Unreachable predecessors keep the all-ones start value, so they drop out of the AND.
     std::fill(in, in + W_, ~0ull);
     for (BlockId p : cfg_.preds[b]) {
-      if (!cfg_.reachable(p)) continue;
       const std::uint64_t* o = out_bits_.data() + static_cast<std::size_t>(p) * W_;
       for (std::size_t w = 0; w < W_; ++w) in[w] &= o[w];
     }
@@ -178,9 +202,14 @@ class GlobalSolver {
     keep_.assign(n * W_, 0);
     extra_begin_.assign(n + 1, 0);
     extra_.clear();
-    std::vector<std::uint32_t> entry_stamp(ssa_.values.size(), 0);
-    std::vector<Reg> entry_head(ssa_.values.size(), kNoReg);
-    std::vector<Reg> next_same_root(R_, kNoReg);
+    std::vector<std::uint32_t>& entry_stamp = scratch_.entry_stamp;
+    std::vector<Reg>& entry_head = scratch_.entry_head;
+    std::vector<Reg>& next_same_root = scratch_.next_same_root;
+    // entry_head[root] is valid while entry_stamp[root] holds the block's stamp; stamps grow
+    // across blocks and functions, so neither array is cleared.
+    entry_stamp.resize(ssa_.values.size(), 0);
+    entry_head.resize(ssa_.values.size());
+    next_same_root.assign(R_, kNoReg);
     for (BlockId b = 0; b < n; ++b) {
       extra_begin_[b] = static_cast<std::uint32_t>(extra_.size());
       if (!cfg_.reachable(b)) continue;
@@ -205,7 +234,11 @@ class GlobalSolver {
       std::uint64_t* gen = gen_.data() + static_cast<std::size_t>(b) * W_;
       std::uint64_t* keep = keep_.data() + static_cast<std::size_t>(b) * W_;
       if (!gc) {
-        const std::uint32_t bs = b + 1;
+        if (++scratch_.entry_epoch == 0) {  // wrapped: forget every stamp
+          std::fill(entry_stamp.begin(), entry_stamp.end(), 0u);
+          scratch_.entry_epoch = 1;
+        }
+        const std::uint32_t bs = scratch_.entry_epoch;
         for (Reg r = 0; r < R_; ++r) {
           ValueId root = ssa_.copy_root[ssa_.entry_values[base + r]];
           next_same_root[r] = entry_stamp[root] == bs ? entry_head[root] : kNoReg;
@@ -246,16 +279,7 @@ class GlobalSolver {
     }
   }
 
-  // The block bodies reduced to what the transfer function needs, so that the fixed-point
-  // sweeps read a dense array instead of the instructions.
-  struct Step {
-    // kMark: the allocator marked the object just defined (allocation_marks); kMarkResult: a
-    // call returned it marked; kReturn: the function returns it.
-    enum Kind : std::uint8_t { kAccess, kGc, kDef, kMark, kMarkResult, kReturn } kind;
-    Reg reg;        // kDef: the register defined
-    ValueId value;  // kAccess, kMark*, kReturn: copy root of the value; kDef: the defined value
-    SiteId site;    // kAccess
-  };
+  using Step = GlobalPassScratch::Step;
   void compile_steps() {
     const std::size_t n = shape_.num_blocks();
     step_begin_.assign(n + 1, 0);
@@ -295,17 +319,19 @@ class GlobalSolver {
   bool removed_any_ = false;
   std::size_t returns_ = 0;        // reachable returns of a value
   bool unmarked_returns_ = false;  // one of them may return an unmarked object
-  std::uint32_t stamp_ = 0;
-  std::vector<std::uint32_t> mark_;
-  std::vector<SiteId> origin_;
-  std::vector<Reason> origin_reason_;  // why a value with no covering site is available
-  std::vector<ValueId> cur_;
-  std::vector<std::uint64_t> out_bits_;
-  std::vector<Step> steps_;
-  std::vector<std::uint32_t> step_begin_;
-  std::vector<std::uint64_t> gen_, keep_;           // per block, W_ words each
-  std::vector<std::pair<Reg, Reg>> extra_;          // (exit register, entry register) pairs
-  std::vector<std::uint32_t> extra_begin_;          // per block + 1, into extra_
+  GlobalPassScratch& scratch_;
+  std::uint32_t& stamp_;
+  std::vector<std::uint32_t>& mark_;
+  std::vector<SiteId>& origin_;
+  std::vector<Reason>& origin_reason_;  // why a value with no covering site is available
+  std::vector<ValueId>& cur_;
+  std::vector<std::uint64_t>& out_bits_;
+  std::vector<Step>& steps_;
+  std::vector<std::uint32_t>& step_begin_;
+  std::vector<std::uint64_t>& gen_;                 // per block, W_ words each
+  std::vector<std::uint64_t>& keep_;
+  std::vector<std::pair<Reg, Reg>>& extra_;         // (exit register, entry register) pairs
+  std::vector<std::uint32_t>& extra_begin_;         // per block + 1, into extra_
 };
 
 }  // namespace
@@ -313,7 +339,7 @@ class GlobalSolver {
 bool GlobalElimPass::run(const Function&, FunctionAnalyses& am, ElimResult* out) { return run(am, out); }
 
 bool GlobalElimPass::run(FunctionAnalyses& am, ElimResult* out) {
-  *out = make_all_kept(am.shape());
+  make_all_kept(am.shape(), *out);
   out->pass = PassKind::kGlobal;
   out->safepoints = options_.safepoints;
   out->allocation_marks = options_.allocation_marks;

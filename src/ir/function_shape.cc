@@ -28,8 +28,22 @@ std::size_t FunctionShape::memory_bytes() const {
 
 FunctionShape shape_of(const Function& f) {
   FunctionShape s;
+  shape_of(f, s);
+  return s;
+}
+
+void shape_of(const Function& f, FunctionShape& s) {
   s.num_regs = f.num_regs;
-  if (f.has_receiver && !f.params.empty()) s.receiver = f.params[0];
+  s.receiver = f.has_receiver && !f.params.empty() ? f.params[0] : kNoReg;
+  s.block_begin.clear();
+  s.succs.offsets_.clear();
+  s.succs.items_.clear();
+  s.dst.clear();
+  s.use_begin.clear();
+  s.flags.clear();
+  s.accessed.clear();
+  s.site.clear();
+  s.uses.clear();
   const std::size_t n = f.blocks.size();
   std::size_t instrs = 0;
   for (const Block& b : f.blocks) instrs += b.instrs.size();
@@ -70,7 +84,6 @@ FunctionShape shape_of(const Function& f) {
   s.block_begin.push_back(static_cast<InstrId>(s.dst.size()));
   s.succs.offsets_.push_back(static_cast<std::uint32_t>(s.succs.items_.size()));
   s.use_begin.push_back(static_cast<std::uint32_t>(s.uses.size()));
-  return s;
 }
 
 Status verify_shape(const FunctionShape& s) {

@@ -271,10 +271,11 @@ GcSummaryStats JvmProgram::apply_gc_summaries() {
 std::size_t JvmProgram::apply_return_summaries(const ElimOptions& options, int max_rounds) {
   std::size_t marked = 0;
   std::vector<std::uint8_t> returns(functions_.size(), 0);
+  FunctionAnalyses workspace;
   for (int round = 0; round < max_rounds; ++round) {
     for (std::size_t g = 0; g < functions_.size(); ++g) {
       if (returns[g]) continue;  // facts only grow: once proved, it stays proved
-      auto r = run_elim(*functions_[g], options);
+      auto r = run_elim(*functions_[g], options, nullptr, workspace);
       returns[g] = r.ok() && r->returns_marked ? 1 : 0;
     }
     bool changed = false;

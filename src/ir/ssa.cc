@@ -5,6 +5,8 @@
 // trivial phi), resolved with a union-find.
 #include "objprof/ir/analysis.h"
 
+#include "analysis_scratch.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -36,13 +38,18 @@ constexpr std::size_t kMaxSetWords = 4;
 // All registers at once: phi(y) gets def(x) | phi(x) for every x with y in DF(x), until nothing
 // changes. Each block is revisited only when its set grows, so the frontier lists are walked a
 // few times in all instead of once per register.
-CsrLists<Reg> place_phis_by_sets(const FunctionShape& shape, const Cfg& cfg, const DominanceFrontiers& df) {
+void place_phis_by_sets(const FunctionShape& shape, const Cfg& cfg, const DominanceFrontiers& df, SsaScratch& scratch) {
   const std::size_t n = shape.num_blocks();
   const std::uint32_t R = shape.num_regs;
   const std::size_t W = (R + 63) / 64;
-  std::vector<std::uint64_t> def_set(n * W, 0), phi_set(n * W, 0);
-  std::vector<BlockId> work;
-  std::vector<std::uint8_t> queued(n, 0);
+  auto& def_set = scratch.def_set;
+  auto& phi_set = scratch.phi_set;
+  def_set.assign(n * W, 0);
+  phi_set.assign(n * W, 0);
+  auto& work = scratch.work;
+  work.clear();
+  auto& queued = scratch.queued;
+  queued.assign(n, 0);
   for (BlockId b : cfg.rpo) {
     std::uint64_t* d = def_set.data() + b * W;
     for (InstrId k = shape.block_begin[b]; k < shape.block_begin[b + 1]; ++k) {
@@ -74,8 +81,9 @@ CsrLists<Reg> place_phis_by_sets(const FunctionShape& shape, const Cfg& cfg, con
       }
     }
   }
-  CsrLists<Reg> out;
+  CsrLists<Reg>& out = scratch.phi_regs;
   out.offsets_.resize(n + 1);
+  out.items_.clear();
   for (BlockId y = 0; y < n; ++y) {
     out.offsets_[y] = static_cast<std::uint32_t>(out.items_.size());
     for (std::size_t w = 0; w < W; ++w) {
@@ -85,11 +93,10 @@ CsrLists<Reg> place_phis_by_sets(const FunctionShape& shape, const Cfg& cfg, con
     }
   }
   out.offsets_[n] = static_cast<std::uint32_t>(out.items_.size());
-  return out;
 }
 
 // One register at a time (Cytron et al.), with stamped work lists.
-CsrLists<Reg> place_phis_by_register(const FunctionShape& shape, const Cfg& cfg, const DominanceFrontiers& df) {
+void place_phis_by_register(const FunctionShape& shape, const Cfg& cfg, const DominanceFrontiers& df, SsaScratch& scratch) {
   const std::size_t n = shape.num_blocks();
   const std::uint32_t R = shape.num_regs;
   std::vector<std::pair<std::uint32_t, BlockId>> defs;  // (register, block), once per pair
@@ -129,7 +136,7 @@ CsrLists<Reg> place_phis_by_register(const FunctionShape& shape, const Cfg& cfg,
       }
     }
   }
-  return CsrLists<Reg>::from_pairs(n, placed);
+  scratch.phi_regs.assign_from_pairs(n, placed);
 }
 
 }  // namespace
@@ -137,19 +144,40 @@ CsrLists<Reg> place_phis_by_register(const FunctionShape& shape, const Cfg& cfg,
 std::size_t SsaForm::num_phis() const { return phis.total(); }
 
 SsaForm SsaAnalysis::run(const FunctionShape& shape, const Cfg& cfg, const DomTree& dt, const DominanceFrontiers& df) {
+  SsaForm ssa;
+  SsaScratch scratch;
+  run_ssa(shape, cfg, dt, df, ssa, scratch);
+  return ssa;
+}
+
+void run_ssa(const FunctionShape& shape, const Cfg& cfg, const DomTree& dt, const DominanceFrontiers& df, SsaForm& ssa,
+             SsaScratch& scratch) {
   const std::size_t n = shape.num_blocks();
   const std::uint32_t R = shape.num_regs;
   const auto total_instrs = static_cast<std::uint32_t>(shape.num_instrs());
-  SsaForm ssa;
   ssa.num_regs = R;
-  ssa.instr_base = shape.block_begin;
+  ssa.values.clear();
+  ssa.instr_base.assign(shape.block_begin.begin(), shape.block_begin.end());
   ssa.use_base.assign(shape.use_begin.begin(), shape.use_begin.end() - 1);
-  ssa.uses.assign(shape.uses.size(), kNoValue);
-  ssa.defs.assign(total_instrs, kNoValue);
-  ssa.entry_values.assign(static_cast<std::size_t>(n) * R, kNoValue);
+  // Renaming writes every entry of reachable blocks; unreachable ones are filled below, so
+  // the arrays are not cleared first (at 100k blocks, entry_values alone is 6 MB).
+  ssa.uses.resize(shape.uses.size());
+  ssa.defs.resize(total_instrs);
+  ssa.entry_values.resize(static_cast<std::size_t>(n) * R);
+  ssa.phis.items_.clear();
+  ssa.phi_args.clear();
+  ssa.copy_root.clear();
+  auto clear_block = [&](BlockId b) {
+    std::fill_n(ssa.entry_values.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b) * R), R, kNoValue);
+    std::fill(ssa.defs.begin() + shape.block_begin[b], ssa.defs.begin() + shape.block_begin[b + 1], kNoValue);
+    std::fill(ssa.uses.begin() + shape.use_begin[shape.block_begin[b]], ssa.uses.begin() + shape.use_begin[shape.block_begin[b + 1]],
+              kNoValue);
+  };
+  for (BlockId b : cfg.unreachable) clear_block(b);
   if (cfg.rpo.empty()) {
+    for (BlockId b = 0; b < n; ++b) clear_block(b);
     ssa.phis.offsets_.assign(n + 1, 0);
-    return ssa;
+    return;
   }
   const BlockId entry = cfg.rpo[0];
   for (Reg r = 0; r < R; ++r) ssa.values.push_back({SsaForm::Kind::kEntry, r, entry, r});
@@ -157,14 +185,19 @@ SsaForm SsaAnalysis::run(const FunctionShape& shape, const Cfg& cfg, const DomTr
 
   // 1-2. Phi placement at the iterated dominance frontier of each register's definition blocks
   // (reachable blocks only), as a list of registers per block, ascending.
-  CsrLists<Reg> phi_regs = (R + 63) / 64 <= kMaxSetWords ? place_phis_by_sets(shape, cfg, df) : place_phis_by_register(shape, cfg, df);
+  if ((R + 63) / 64 <= kMaxSetWords) {
+    place_phis_by_sets(shape, cfg, df, scratch);
+  } else {
+    place_phis_by_register(shape, cfg, df, scratch);
+  }
+  const CsrLists<Reg>& phi_regs = scratch.phi_regs;
   {
     // Exact sizes up front: the unstructured 100k-block corpus has ~1.5 phis per instruction,
     // and regrowing these arrays costs more page faults than filling them.
     std::size_t defined = 0;
     for (Reg d : shape.dst) defined += d < R ? 1 : 0;
     ssa.values.reserve(R + phi_regs.items_.size() + defined);
-    ssa.phis.offsets_ = std::move(phi_regs.offsets_);
+    ssa.phis.offsets_.assign(phi_regs.offsets_.begin(), phi_regs.offsets_.end());
     ssa.phis.items_.resize(phi_regs.items_.size());
     std::uint32_t arg = 0;
     for (BlockId y = 0; y < n; ++y) {
@@ -183,18 +216,17 @@ SsaForm SsaAnalysis::run(const FunctionShape& shape, const Cfg& cfg, const DomTr
 
   // 3. Renaming: preorder walk of the dominator tree; `cur` holds the live value per register
   // and `undo` restores it when a subtree is left.
-  std::vector<ValueId> cur(R);
+  auto& cur = scratch.cur;
+  cur.resize(R);
   for (Reg r = 0; r < R; ++r) cur[r] = r;
-  std::vector<ValueId> parent;  // union-find for copy roots, filled as values are created
+  auto& parent = scratch.parent;  // union-find for copy roots, filled as values are created
+  parent.clear();
   parent.reserve(ssa.values.capacity());
   for (ValueId v = 0; v < ssa.values.size(); ++v) parent.push_back(v);
-  std::vector<std::pair<Reg, ValueId>> undo;
-  struct Frame {
-    BlockId block;
-    std::uint32_t next_child;
-    std::size_t undo_mark;
-  };
-  std::vector<Frame> stack;
+  auto& undo = scratch.undo;
+  undo.clear();
+  auto& stack = scratch.stack;
+  stack.clear();
   auto enter = [&](BlockId b) {
     stack.push_back({b, 0, undo.size()});
     for (const auto& phi : ssa.phis[b]) {
@@ -215,17 +247,18 @@ SsaForm SsaAnalysis::run(const FunctionShape& shape, const Cfg& cfg, const DomTr
         ssa.defs[k] = v;
         undo.emplace_back(d, cur[d]);
         cur[d] = v;
+      } else {
+        ssa.defs[k] = kNoValue;
       }
     }
-    for (BlockId s : cfg.succs[b]) {
-      auto preds = cfg.preds[s];
-      std::size_t j = static_cast<std::size_t>(std::find(preds.begin(), preds.end(), b) - preds.begin());
-      for (const auto& phi : ssa.phis[s]) ssa.phi_args[phi.first_arg + j] = cur[phi.reg];
+    for (std::uint32_t e = cfg.succs.offsets_[b]; e < cfg.succs.offsets_[b + 1]; ++e) {
+      const std::uint32_t j = cfg.pred_position[e];
+      for (const auto& phi : ssa.phis[cfg.succs.items_[e]]) ssa.phi_args[phi.first_arg + j] = cur[phi.reg];
     }
   };
   enter(entry);
   while (!stack.empty()) {
-    Frame& fr = stack.back();
+    SsaScratch::Frame& fr = stack.back();
     const auto kids = dt.children[fr.block];
     if (fr.next_child < kids.size()) {
       enter(kids[fr.next_child++]);
@@ -261,7 +294,6 @@ SsaForm SsaAnalysis::run(const FunctionShape& shape, const Cfg& cfg, const DomTr
   }
   ssa.copy_root.resize(ssa.values.size());
   for (ValueId v = 0; v < ssa.values.size(); ++v) ssa.copy_root[v] = find_root(parent, v);
-  return ssa;
 }
 
 std::string print_ssa(const Function& f, const Cfg& cfg, const SsaForm& ssa) {

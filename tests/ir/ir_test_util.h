@@ -1,6 +1,8 @@
 // Helpers shared by the [ir] tests.
 #pragma once
 
+#include <catch2/catch.hpp>
+
 #include "objprof/ir/elim.h"
 #include "objprof/ir/text.h"
 
@@ -54,6 +56,25 @@ inline std::string annotated(const Module& m, const ElimOptions& options) {
     out += print_function(f, po);
   }
   return out;
+}
+
+// Two results decide every access alike (same order, reason and covering site).
+inline void require_same_decisions(const ElimResult& a, const ElimResult& b) {
+  REQUIRE(a.accesses.size() == b.accesses.size());
+  REQUIRE(a.block_first == b.block_first);
+  for (std::size_t i = 0; i < a.accesses.size(); ++i) {
+    const AccessDecision& x = a.accesses[i];
+    const AccessDecision& y = b.accesses[i];
+    INFO("access " << i << " block " << x.block << " instr " << x.instr);
+    REQUIRE(x.block == y.block);
+    REQUIRE(x.instr == y.instr);
+    REQUIRE(x.operand == y.operand);
+    REQUIRE(x.site == y.site);
+    REQUIRE(x.reg == y.reg);
+    REQUIRE(x.kept == y.kept);
+    REQUIRE(x.reason == y.reason);
+    REQUIRE(x.because == y.because);
+  }
 }
 
 }  // namespace objprof::ir::test

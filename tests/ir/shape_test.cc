@@ -42,23 +42,7 @@ FunctionShape describe_with_builder(const Function& f) {
   return std::move(shape).value();
 }
 
-void require_same_decisions(const ElimResult& a, const ElimResult& b) {
-  REQUIRE(a.accesses.size() == b.accesses.size());
-  REQUIRE(a.block_first == b.block_first);
-  for (std::size_t i = 0; i < a.accesses.size(); ++i) {
-    const AccessDecision& x = a.accesses[i];
-    const AccessDecision& y = b.accesses[i];
-    INFO("access " << i << " block " << x.block << " instr " << x.instr);
-    REQUIRE(x.block == y.block);
-    REQUIRE(x.instr == y.instr);
-    REQUIRE(x.operand == y.operand);
-    REQUIRE(x.site == y.site);
-    REQUIRE(x.reg == y.reg);
-    REQUIRE(x.kept == y.kept);
-    REQUIRE(x.reason == y.reason);
-    REQUIRE(x.because == y.because);
-  }
-}
+using test::require_same_decisions;
 
 // entry: access v0 (#1); br -> left | right
 // left:  access v0 (#2) [; safepoint] -> join          right: v1 = move v0; access v1 (#3) -> join

@@ -169,9 +169,10 @@ int run_elim_command(const ElimArgs& args) {
 
   Totals totals;
   nlohmann::json jfunctions = nlohmann::json::array();
+  ir::FunctionAnalyses workspace;  // one for all functions: the analyses reuse their arrays
   for (const auto& [label, module] : inputs) {
     for (const ir::Function& f : module->functions) {
-      auto result = ir::run_elim(f, options, module);
+      auto result = ir::run_elim(f, options, module, workspace);
       if (!result) {
         errors.push_back(fmt::format("{}: {}", label, result.error().message));
         continue;

@@ -39,6 +39,9 @@ using Adjacency = CsrLists<BlockId>;
 struct Cfg {
   Adjacency succs;  // distinct successors, in terminator order
   Adjacency preds;  // distinct predecessors (reachable or not), in block order
+  // Per successor edge (parallel to succs.items_): the edge's position in its target's preds,
+  // which is where a phi at the target keeps the operand that flows along it.
+  std::vector<std::uint32_t> pred_position;
   std::vector<BlockId> rpo;                 // reachable blocks in reverse post-order
   std::vector<std::uint32_t> rpo_index;     // block -> index in rpo, kNoBlock if unreachable
   std::vector<std::pair<BlockId, BlockId>> critical_edges;  // between reachable blocks
@@ -144,14 +147,29 @@ std::string print_ssa(const Function& f, const Cfg& cfg, const SsaForm& ssa);
 Status verify_ssa(const Function& f, const Cfg& cfg, const DomTree& dt, const SsaForm& ssa);
 
 // ---- Analysis manager ---------------------------------------------------------------------
+struct AnalysisScratch;  // working memory of the analyses and passes (src/ir/analysis_scratch.h)
+
 // Computes and caches the analyses of one function. The function (or shape) must outlive this
 // object and must not change while results are cached (call invalidate() after a change).
 // Built from a Function, it derives the shape on first use; built from a FunctionShape (a VM
 // that describes its own code), function() is not available and only shape-based passes run.
+//
+// A compiler thread keeps one FunctionAnalyses and reset()s it to each function it compiles:
+// the results and the analyses' and passes' working arrays keep their storage, so once the
+// functions stop growing nothing is allocated and the arrays stay warm in the caches. A
+// reference to a result is valid until the next reset() or invalidate().
 class FunctionAnalyses {
  public:
-  explicit FunctionAnalyses(const Function& f) : f_(&f) {}
-  explicit FunctionAnalyses(const FunctionShape& shape) : shape_ptr_(&shape) {}
+  FunctionAnalyses();  // bound to no function: reset() before use
+  explicit FunctionAnalyses(const Function& f);
+  explicit FunctionAnalyses(const FunctionShape& shape);
+  ~FunctionAnalyses();
+  // Results are handed out by reference and the shape may be its own: it stays where it is.
+  FunctionAnalyses(const FunctionAnalyses&) = delete;
+  FunctionAnalyses& operator=(const FunctionAnalyses&) = delete;
+
+  void reset(const Function& f);
+  void reset(const FunctionShape& shape);
   bool has_function() const { return f_ != nullptr; }
   const Function& function() const { return *f_; }
   const FunctionShape& shape();
@@ -160,15 +178,20 @@ class FunctionAnalyses {
   const DominanceFrontiers& frontiers();
   const SsaForm& ssa();
   void invalidate();
+  // Working memory objprof's passes borrow for the function's duration.
+  AnalysisScratch& scratch();
 
  private:
+  enum : std::uint8_t { kCfgValid = 1, kDomTreeValid = 2, kFrontiersValid = 4, kSsaValid = 8 };
   const Function* f_ = nullptr;
-  const FunctionShape* shape_ptr_ = nullptr;  // the caller's shape, or shape_ once derived
-  std::unique_ptr<FunctionShape> shape_;
-  std::unique_ptr<Cfg> cfg_;
-  std::unique_ptr<DomTree> dt_;
-  std::unique_ptr<DominanceFrontiers> df_;
-  std::unique_ptr<SsaForm> ssa_;
+  const FunctionShape* shape_ptr_ = nullptr;  // the caller's shape, or &own_shape_ once derived
+  std::uint8_t valid_ = 0;
+  FunctionShape own_shape_;
+  Cfg cfg_;
+  DomTree dt_;
+  DominanceFrontiers df_;
+  SsaForm ssa_;
+  std::unique_ptr<AnalysisScratch> scratch_;
 };
 
 }  // namespace objprof::ir

@@ -31,13 +31,19 @@ class CsrLists {
   // in which they were given within each list.
   static CsrLists from_pairs(std::size_t lists, const std::vector<std::pair<std::uint32_t, T>>& pairs) {
     CsrLists c;
-    c.offsets_.assign(lists + 1, 0);
-    for (const auto& p : pairs) ++c.offsets_[p.first + 1];
-    for (std::size_t i = 0; i < lists; ++i) c.offsets_[i + 1] += c.offsets_[i];
-    c.items_.resize(pairs.size());
-    std::vector<std::uint32_t> fill(c.offsets_.begin(), c.offsets_.end() - 1);
-    for (const auto& p : pairs) c.items_[fill[p.first]++] = p.second;
+    c.assign_from_pairs(lists, pairs);
     return c;
+  }
+  // The same into this object, reusing its storage.
+  void assign_from_pairs(std::size_t lists, const std::vector<std::pair<std::uint32_t, T>>& pairs) {
+    // Counts at [i + 2], so that after the prefix sum offsets_[i + 1] is where list i starts;
+    // filling advances offsets_[i + 1] to where list i ends, which is the final offsets_[i + 1].
+    offsets_.assign(lists + 2, 0);
+    for (const auto& p : pairs) ++offsets_[p.first + 2];
+    for (std::size_t i = 2; i < lists + 2; ++i) offsets_[i] += offsets_[i - 1];
+    items_.resize(pairs.size());
+    for (const auto& p : pairs) items_[offsets_[p.first + 1]++] = p.second;
+    offsets_.pop_back();
   }
 
   std::vector<std::uint32_t> offsets_;  // size() + 1 entries

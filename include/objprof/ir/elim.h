@@ -120,6 +120,8 @@ struct ElimResult {
 ElimResult make_all_kept(const Function& f);
 // The same for a shape: one decision per accessed operand, in instruction and operand order.
 ElimResult make_all_kept(const FunctionShape& shape);
+// The same into `out` (every field reset), reusing its arrays' storage.
+void make_all_kept(const FunctionShape& shape, ElimResult& out);
 // "kept (first access)", "removed: dominated by #3", ...
 std::string describe(const AccessDecision& d);
 // Text of one instruction's decisions for `print_function(..., {annotate})`: "" if it has no
@@ -155,5 +157,8 @@ class GlobalElimPass {
 // Verifies `f` (structurally; with `module`, also types and fields) and runs the pass chosen by
 // `options.pass`. Errors: kInvalidArgument when `f` does not verify.
 Result<ElimResult> run_elim(const Function& f, const ElimOptions& options, const Module* module = nullptr);
+// The same with a caller's FunctionAnalyses, reset to `f`: a loop over many functions keeps one
+// and the analyses reuse their arrays' storage from function to function.
+Result<ElimResult> run_elim(const Function& f, const ElimOptions& options, const Module* module, FunctionAnalyses& workspace);
 
 }  // namespace objprof::ir

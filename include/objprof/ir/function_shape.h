@@ -66,6 +66,8 @@ struct FunctionShape {
 
 // objprof's IR as a shape: accesses, copies (`move`) and GC points as ir.h defines them.
 FunctionShape shape_of(const Function& f);
+// The same into `out`, reusing its storage (FunctionAnalyses::reset does).
+void shape_of(const Function& f, FunctionShape& out);
 
 // Structural checks on a shape from any source: sizes agree, at least one block, registers
 // below num_regs, successors exist and the entry has no predecessor, accessed operands exist

@@ -1,0 +1,97 @@
+// The working memory of the analyses and of the global pass, kept by a FunctionAnalyses across
+// the functions it is reset to. A compiler thread analyses function after function; with fresh
+// arrays each time, a 100k-block function spends a fifth of its time in page faults and in the
+// allocator, and every array starts cold. Each analysis sizes what it uses here with
+// assign/resize/clear, which keep the capacity an earlier function left.
+#pragma once
+
+#include "objprof/ir/analysis.h"
+#include "objprof/ir/elim.h"
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace objprof::ir {
+
+struct CfgScratch {
+  std::vector<std::uint32_t> cursor;  // predecessor fill positions
+  std::vector<BlockId> post;
+  std::vector<std::uint8_t> seen;
+  std::vector<std::pair<BlockId, std::uint32_t>> stack;
+};
+
+struct DominatorScratch {
+  std::vector<BlockId> vertex;
+  std::vector<std::uint32_t> num, parent, semi, label, ancestor, idom, path;
+  std::vector<std::pair<std::uint32_t, BlockId>> edges;
+  std::vector<std::pair<BlockId, std::uint32_t>> stack;
+};
+
+struct FrontierScratch {
+  std::vector<std::pair<std::uint32_t, BlockId>> entries;
+  std::vector<BlockId> last;
+};
+
+struct SsaScratch {
+  std::vector<std::uint64_t> def_set, phi_set;  // phi placement by register sets
+  std::vector<BlockId> work;
+  std::vector<std::uint8_t> queued;
+  CsrLists<Reg> phi_regs;
+  std::vector<ValueId> cur, parent;
+  std::vector<std::pair<Reg, ValueId>> undo;
+  struct Frame {
+    BlockId block;
+    std::uint32_t next_child;
+    std::size_t undo_mark;
+  };
+  std::vector<Frame> stack;
+};
+
+// The global pass's solver state (elim_global.cc).
+struct GlobalPassScratch {
+  // The block bodies reduced to what the transfer function needs, so that the fixed-point
+  // sweeps read a dense array instead of the instructions.
+  struct Step {
+    // kMark: the allocator marked the object just defined (allocation_marks); kMarkResult: a
+    // call returned it marked; kReturn: the function returns it.
+    enum Kind : std::uint8_t { kAccess, kGc, kDef, kMark, kMarkResult, kReturn } kind;
+    Reg reg;        // kDef: the register defined
+    ValueId value;  // kAccess, kMark*, kReturn: copy root of the value; kDef: the defined value
+    SiteId site;    // kAccess
+  };
+  // mark_[value] == stamp: the value's object is marked at the current point of the walk.
+  // Stamps only grow (across functions too), so the array is never cleared but on wrap-around.
+  std::uint32_t stamp = 0;
+  std::vector<std::uint32_t> mark;
+  std::vector<SiteId> origin;
+  std::vector<Reason> origin_reason;  // why a value with no covering site is available
+  std::vector<ValueId> cur;
+  std::vector<std::uint64_t> out_bits, in, out;
+  std::vector<std::uint8_t> dirty;
+  std::vector<Step> steps;
+  std::vector<std::uint32_t> step_begin;
+  std::vector<std::uint64_t> gen, keep;             // per block, W words each
+  std::vector<std::pair<Reg, Reg>> extra;           // (exit register, entry register) pairs
+  std::vector<std::uint32_t> extra_begin;           // per block + 1, into extra
+  std::uint32_t entry_epoch = 0;                    // summarize(): the stamp of the block at hand
+  std::vector<std::uint32_t> entry_stamp;           // summarize(): per value
+  std::vector<Reg> entry_head, next_same_root;
+};
+
+struct AnalysisScratch {
+  CfgScratch cfg;
+  DominatorScratch dominators;
+  FrontierScratch frontiers;
+  SsaScratch ssa;
+  GlobalPassScratch global;
+};
+
+// The analyses into existing results, reusing their storage and `scratch`'s.
+void run_cfg(const CsrLists<BlockId>& raw_succs, Cfg& out, CfgScratch& scratch);
+void run_dominators(const Cfg& cfg, DomTree& out, DominatorScratch& scratch);
+void run_frontiers(const Cfg& cfg, const DomTree& dt, DominanceFrontiers& out, FrontierScratch& scratch);
+void run_ssa(const FunctionShape& shape, const Cfg& cfg, const DomTree& dt, const DominanceFrontiers& df, SsaForm& out,
+             SsaScratch& scratch);
+
+}  // namespace objprof::ir
