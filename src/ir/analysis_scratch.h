@@ -64,8 +64,13 @@ struct GlobalPassScratch {
   // Stamps only grow (across functions too), so the array is never cleared but on wrap-around.
   std::uint32_t stamp = 0;
   std::vector<std::uint32_t> mark;
-  std::vector<SiteId> origin;
-  std::vector<Reason> origin_reason;  // why a value with no covering site is available
+  // Per value, beside its mark: the site whose barrier marked it, or kNoSite and why it is
+  // available without one. Together, so that a decision reads one place.
+  struct Origin {
+    SiteId site;
+    Reason reason;
+  };
+  std::vector<Origin> origin;
   std::vector<ValueId> cur;
   std::vector<std::uint64_t> out_bits, in, out;
   std::vector<std::uint8_t> dirty;

@@ -33,7 +33,6 @@ class GlobalSolver {
         stamp_(scratch_.stamp),
         mark_(scratch_.mark),
         origin_(scratch_.origin),
-        origin_reason_(scratch_.origin_reason),
         cur_(scratch_.cur),
         out_bits_(scratch_.out_bits),
         steps_(scratch_.steps),
@@ -53,8 +52,8 @@ class GlobalSolver {
     exact_ = options_.safepoints == SafepointMode::kExact && !options_.roots_marked;
     // Stamps only grow, so marks left by an earlier function are already stale.
     mark_.resize(ssa_.values.size(), 0);
-    origin_.assign(ssa_.values.size(), kNoSite);
-    origin_reason_.assign(ssa_.values.size(), Reason::kAvailableAllPaths);
+    // An origin is read only where the value's mark carries the current stamp, which writes it.
+    origin_.resize(ssa_.values.size());
     cur_.resize(R_);
     compile_steps();
     summarize();
@@ -141,8 +140,7 @@ class GlobalSolver {
         const std::size_t r = w * 64 + static_cast<unsigned>(std::countr_zero(bits));
         ValueId root = ssa_.copy_root[ssa_.entry_values[base + r]];
         mark_[root] = s;
-        origin_[root] = kNoSite;
-        origin_reason_[root] = b == cfg_.rpo[0] ? Reason::kReceiver : Reason::kAvailableAllPaths;
+        origin_[root] = {kNoSite, b == cfg_.rpo[0] ? Reason::kReceiver : Reason::kAvailableAllPaths};
       }
     }
     std::uint32_t d = out_->block_first[b];
@@ -153,14 +151,15 @@ class GlobalSolver {
           AccessDecision& dec = out_->accesses[d++];
           if (mark_[st.value] == s) {
             dec.kept = false;
-            dec.because = origin_[st.value];
-            dec.reason = dec.because == kNoSite ? origin_reason_[st.value] : Reason::kDominated;
+            const GlobalPassScratch::Origin& o = origin_[st.value];
+            dec.because = o.site;
+            dec.reason = o.site == kNoSite ? o.reason : Reason::kDominated;
             removed_any_ = true;
           } else {
             dec.kept = true;
             dec.reason = Reason::kNotAvailable;
             mark_[st.value] = s;
-            origin_[st.value] = st.site;
+            origin_[st.value] = {st.site, Reason::kDominated};
           }
           break;
         }
@@ -169,8 +168,7 @@ class GlobalSolver {
         case Step::kMark:
         case Step::kMarkResult:
           mark_[st.value] = s;
-          origin_[st.value] = kNoSite;
-          origin_reason_[st.value] = st.kind == Step::kMark ? Reason::kAllocated : Reason::kReturnedMarked;
+          origin_[st.value] = {kNoSite, st.kind == Step::kMark ? Reason::kAllocated : Reason::kReturnedMarked};
           break;
         case Step::kReturn:
           ++returns_;
@@ -322,8 +320,7 @@ class GlobalSolver {
   GlobalPassScratch& scratch_;
   std::uint32_t& stamp_;
   std::vector<std::uint32_t>& mark_;
-  std::vector<SiteId>& origin_;
-  std::vector<Reason>& origin_reason_;  // why a value with no covering site is available
+  std::vector<GlobalPassScratch::Origin>& origin_;
   std::vector<ValueId>& cur_;
   std::vector<std::uint64_t>& out_bits_;
   std::vector<Step>& steps_;

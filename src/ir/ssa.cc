@@ -20,8 +20,10 @@ Error invalid_ssa(const Function& f, std::string message) {
   return make_error(ErrorCode::kInvalidArgument, fmt::format("function '{}': ssa: {}", f.name, message));
 }
 
-ValueId find_root(std::vector<ValueId>& parent, ValueId v) {
-  ValueId root = v;
+// Most values are their own root (only copies and trivial phis are not): that case is one load.
+inline ValueId find_root(std::vector<ValueId>& parent, ValueId v) {
+  ValueId root = parent[v];
+  if (root == v) return v;
   while (parent[root] != root) root = parent[root];
   while (parent[v] != root) {
     ValueId next = parent[v];
@@ -278,10 +280,11 @@ void run_ssa(const FunctionShape& shape, const Cfg& cfg, const DomTree& dt, cons
     for (const auto& phi : ssa.phis[b]) {
       ValueId only = kNoValue;
       bool trivial = true;
+      const ValueId self = find_root(parent, phi.value);
       for (ValueId in : ssa.incoming(phi)) {
         if (in == kNoValue) continue;  // from an unreachable predecessor
         ValueId root = find_root(parent, in);
-        if (root == find_root(parent, phi.value)) continue;
+        if (root == self) continue;
         if (only == kNoValue) {
           only = root;
         } else if (only != root) {
@@ -289,7 +292,7 @@ void run_ssa(const FunctionShape& shape, const Cfg& cfg, const DomTree& dt, cons
           break;
         }
       }
-      if (trivial && only != kNoValue) parent[find_root(parent, phi.value)] = only;
+      if (trivial && only != kNoValue) parent[self] = only;
     }
   }
   ssa.copy_root.resize(ssa.values.size());
