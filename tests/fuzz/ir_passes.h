@@ -11,6 +11,27 @@
 
 namespace objprof::fuzz {
 
+// One FunctionAnalyses for the whole fuzzing process, as a compiler thread keeps one.
+inline ir::FunctionAnalyses& workspace() {
+  static ir::FunctionAnalyses am;
+  return am;
+}
+
+inline bool same_decisions(const ir::ElimResult& a, const ir::ElimResult& b) {
+  if (a.accesses.size() != b.accesses.size() || a.block_first != b.block_first || a.returns_marked != b.returns_marked) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.accesses.size(); ++i) {
+    const ir::AccessDecision& x = a.accesses[i];
+    const ir::AccessDecision& y = b.accesses[i];
+    if (x.block != y.block || x.instr != y.instr || x.operand != y.operand || x.site != y.site || x.reg != y.reg ||
+        x.kept != y.kept || x.reason != y.reason || x.because != y.because) {
+      return false;
+    }
+  }
+  return true;
+}
+
 inline void run_passes(const ir::Module& m) {
   for (const ir::Function& f : m.functions) {
     if (!verify_function(f, &m).ok()) continue;  // only verified functions reach the passes
@@ -30,6 +51,10 @@ inline void run_passes(const ir::Module& m) {
         o.paper_region_budget = 16;
         auto r = ir::run_elim(f, o, &m);
         if (!r.ok()) continue;
+        // The same through a workspace that has analysed every function before this one (in
+        // this input and in earlier ones): reuse must not change a decision.
+        auto reused = ir::run_elim(f, o, &m, workspace());
+        OBJPROF_FUZZ_CHECK(reused.ok() && same_decisions(*r, *reused));
         OBJPROF_FUZZ_CHECK(r->accesses.size() == ir::make_all_kept(f).accesses.size());
         for (const ir::AccessDecision& d : r->accesses) (void)ir::describe(d);
         // A few random paths: removed accesses must really be covered by an earlier one.
