@@ -157,7 +157,8 @@ struct AnalysisScratch;  // working memory of the analyses and passes (src/ir/an
 // A compiler thread keeps one FunctionAnalyses and reset()s it to each function it compiles:
 // the results and the analyses' and passes' working arrays keep their storage, so once the
 // functions stop growing nothing is allocated and the arrays stay warm in the caches. A
-// reference to a result is valid until the next reset() or invalidate().
+// reference to a result is valid until the next reset() or invalidate(). The storage of the
+// largest function seen is held until the manager is destroyed.
 class FunctionAnalyses {
  public:
   FunctionAnalyses();  // bound to no function: reset() before use
