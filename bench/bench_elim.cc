@@ -12,6 +12,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <functional>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -36,6 +37,14 @@ const Function& corpus(std::uint32_t blocks, CfgShape shape, int variant = 0) {
   return it->second;
 }
 
+// IR instructions per second and ns per IR instruction, for `instrs` instructions per iteration.
+void set_rate_counters(benchmark::State& state, double instrs) {
+  state.counters["instrs/s"] = benchmark::Counter(instrs, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["ns/instr"] =
+      benchmark::Counter(instrs, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert,
+                         benchmark::Counter::OneK::kIs1000);
+}
+
 template <class Pass>
 void run_pass(benchmark::State& state, Pass pass) {
   const Function& f = corpus(static_cast<std::uint32_t>(state.range(0)), static_cast<CfgShape>(state.range(1)));
@@ -47,10 +56,7 @@ void run_pass(benchmark::State& state, Pass pass) {
   }
   const double instrs = static_cast<double>(f.num_instrs());
   state.counters["instrs"] = instrs;
-  state.counters["instrs/s"] = benchmark::Counter(instrs, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["ns/instr"] =
-      benchmark::Counter(instrs, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert,
-                         benchmark::Counter::OneK::kIs1000);
+  set_rate_counters(state, instrs);
   state.counters["removed%"] = result.accesses.empty() ? 0.0 : 100.0 * static_cast<double>(result.num_removed()) /
                                                                  static_cast<double>(result.accesses.size());
 }
@@ -84,65 +90,53 @@ void BM_GlobalPassFromShape(benchmark::State& state) {
   const auto& dt = am.domtree();
   const auto& df = am.frontiers();
   const auto& ssa = am.ssa();
-  const double analyses = bytes_of(cfg.succs) + bytes_of(cfg.preds) + bytes_of(cfg.rpo) + bytes_of(cfg.rpo_index) +
+  const double analyses = bytes_of(cfg.succs) + bytes_of(cfg.preds) + bytes_of(cfg.pred_position) + bytes_of(cfg.rpo) +
+                          bytes_of(cfg.rpo_index) +
                           bytes_of(dt.idom) + bytes_of(dt.children) + bytes_of(dt.pre) + bytes_of(dt.post) + bytes_of(df.df) +
                           bytes_of(ssa.values) + bytes_of(ssa.phis) + bytes_of(ssa.phi_args) + bytes_of(ssa.instr_base) +
                           bytes_of(ssa.use_base) + bytes_of(ssa.uses) + bytes_of(ssa.defs) + bytes_of(ssa.entry_values) +
                           bytes_of(ssa.copy_root);
-  state.counters["instrs/s"] = benchmark::Counter(instrs, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["ns/instr"] =
-      benchmark::Counter(instrs, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert,
-                         benchmark::Counter::OneK::kIs1000);
+  set_rate_counters(state, instrs);
   state.counters["shapeB/instr"] = static_cast<double>(shape.memory_bytes()) / instrs;
   state.counters["analysesB/instr"] = analyses / instrs;
   state.counters["resultB/instr"] = bytes_of(result.accesses) / instrs;
 }
 // What a compiler thread does: one FunctionAnalyses and one result, reset to each function it
 // compiles, so the analyses' and the pass's arrays keep their storage. Two functions of the
-// same size and shape alternate, so no iteration sees the input of the one before.
+// same size and shape alternate, so no iteration sees the input of the one before. `inputs`
+// are FunctionShapes (BM_GlobalPassReused) or ir::Functions (BM_GlobalPassReusedFromFunction:
+// reset(f) derives the shape into the manager's own storage, which adds `shape_of`'s walk over
+// the ir::Instr array).
+template <class Input>
+void run_reused(benchmark::State& state, const Input (&inputs)[2], double instrs) {
+  objprof::ir::FunctionAnalyses am;
+  objprof::ir::GlobalElimPass pass;
+  objprof::ir::ElimResult result;
+  for (auto _ : state) {
+    for (const Input& input : inputs) {
+      am.reset(input);
+      benchmark::DoNotOptimize(pass.run(am, &result));
+      benchmark::ClobberMemory();
+    }
+  }
+  set_rate_counters(state, instrs);
+}
+
 void BM_GlobalPassReused(benchmark::State& state) {
   const auto blocks = static_cast<std::uint32_t>(state.range(0));
   const auto cfg_shape = static_cast<CfgShape>(state.range(1));
   const objprof::ir::FunctionShape shapes[2] = {objprof::ir::shape_of(corpus(blocks, cfg_shape, 0)),
                                                 objprof::ir::shape_of(corpus(blocks, cfg_shape, 1))};
-  objprof::ir::FunctionAnalyses am;
-  objprof::ir::GlobalElimPass pass;
-  objprof::ir::ElimResult result;
-  for (auto _ : state) {
-    for (const auto& shape : shapes) {
-      am.reset(shape);
-      benchmark::DoNotOptimize(pass.run(am, &result));
-      benchmark::ClobberMemory();
-    }
-  }
-  const double instrs = static_cast<double>(shapes[0].num_instrs() + shapes[1].num_instrs());
-  state.counters["instrs/s"] = benchmark::Counter(instrs, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["ns/instr"] =
-      benchmark::Counter(instrs, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert,
-                         benchmark::Counter::OneK::kIs1000);
+  run_reused(state, shapes, static_cast<double>(shapes[0].num_instrs() + shapes[1].num_instrs()));
 }
 
-// The same from objprof's IR: reset(f) derives the shape into the manager's own storage, so
-// this adds `shape_of`'s walk over the ir::Instr array to BM_GlobalPassReused.
 void BM_GlobalPassReusedFromFunction(benchmark::State& state) {
   const auto blocks = static_cast<std::uint32_t>(state.range(0));
   const auto cfg_shape = static_cast<CfgShape>(state.range(1));
-  const Function* functions[2] = {&corpus(blocks, cfg_shape, 0), &corpus(blocks, cfg_shape, 1)};
-  objprof::ir::FunctionAnalyses am;
-  objprof::ir::GlobalElimPass pass;
-  objprof::ir::ElimResult result;
-  for (auto _ : state) {
-    for (const Function* f : functions) {
-      am.reset(*f);
-      benchmark::DoNotOptimize(pass.run(*f, am, &result));
-      benchmark::ClobberMemory();
-    }
-  }
-  const double instrs = static_cast<double>(functions[0]->num_instrs() + functions[1]->num_instrs());
-  state.counters["instrs/s"] = benchmark::Counter(instrs, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["ns/instr"] =
-      benchmark::Counter(instrs, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert,
-                         benchmark::Counter::OneK::kIs1000);
+  const Function& f0 = corpus(blocks, cfg_shape, 0);
+  const Function& f1 = corpus(blocks, cfg_shape, 1);
+  const std::reference_wrapper<const Function> functions[2] = {f0, f1};
+  run_reused(state, functions, static_cast<double>(f0.num_instrs() + f1.num_instrs()));
 }
 
 void BM_PaperPass(benchmark::State& state) { run_pass(state, objprof::ir::PaperElimPass()); }

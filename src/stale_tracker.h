@@ -60,8 +60,9 @@ class StaleTracker {
   static constexpr std::uint64_t kMaxGranules = 0xFFFF'FFFFull;
 
   // Adds the epoch's new objects (at gc_begin; with several spaces, or allocated before the
-  // spaces froze) and returns how many are tracked: an object in no space is not. A new object whose start is already a live record's is a conflict (the
-  // runtime reused memory without reporting a free): the next apply() resolves it.
+  // spaces froze) and returns how many are tracked: an object in no space is not. A new object
+  // whose start is already a live record's is a conflict (the runtime reused memory without
+  // reporting a free): the next apply() resolves it.
   std::uint64_t add(std::span<const PendingTracked> objects);
   // The same for records of the only space, as on_alloc writes them (granule, pair, size,
   // birth): one copy, then one bit per object.

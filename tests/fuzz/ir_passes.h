@@ -18,18 +18,7 @@ inline ir::FunctionAnalyses& workspace() {
 }
 
 inline bool same_decisions(const ir::ElimResult& a, const ir::ElimResult& b) {
-  if (a.accesses.size() != b.accesses.size() || a.block_first != b.block_first || a.returns_marked != b.returns_marked) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.accesses.size(); ++i) {
-    const ir::AccessDecision& x = a.accesses[i];
-    const ir::AccessDecision& y = b.accesses[i];
-    if (x.block != y.block || x.instr != y.instr || x.operand != y.operand || x.site != y.site || x.reg != y.reg ||
-        x.kept != y.kept || x.reason != y.reason || x.because != y.because) {
-      return false;
-    }
-  }
-  return true;
+  return a.accesses == b.accesses && a.block_first == b.block_first && a.returns_marked == b.returns_marked;
 }
 
 inline void run_passes(const ir::Module& m) {

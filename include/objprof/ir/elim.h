@@ -91,6 +91,8 @@ struct AccessDecision {
   bool kept;
   Reason reason;
   SiteId because = kNoSite;  // the site whose barrier covers this access, if known
+
+  bool operator==(const AccessDecision&) const = default;
 };
 
 struct ElimResult {
