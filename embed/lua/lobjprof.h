@@ -23,6 +23,8 @@
 struct lua_State;
 struct GCObject;
 struct global_State;
+struct Proto;
+struct TValue;
 
 namespace objprof_lua {
 
@@ -33,6 +35,17 @@ struct GlobalHook {
   objprof::BarrierSlot slot;  // the cache, first: the barrier's hit path reads only this
   const objprof::BarrierDescriptor* space;
   Vm* vm;  // null: objprof is not (or no longer) attached to this state
+  // Barrier elimination is on (OBJPROF_LUA_ELIM): atomic() marks the frames' registers and
+  // writes into another frame's registers mark what they write (objprof_lua_elim.cc).
+  bool root_marks;
+  bool frame_write_marks;
+#if defined(LUA_OBJPROF_CHECK)
+  // objprof-lua-check: barriers run, accesses that ran without one, and those of them whose
+  // object was not marked in the current epoch (violations of the elimination's soundness).
+  std::uint64_t barriers;
+  std::uint64_t unbarriered;
+  std::uint64_t violations;
+#endif
 };
 
 using Alloc = void* (*)(void*, void*, std::size_t, std::size_t);
@@ -50,7 +63,17 @@ bool incremental_forced(const Vm& vm) noexcept;
 Alloc allocator(Alloc lua_default) noexcept;
 void* allocator_ud(void* lua_default);
 
+// Barrier elimination (objprof_lua_elim.cc).
+void on_newproto(lua_State* L, Proto* p);                // the pass over a loaded chunk's prototypes
+void on_stackroots(global_State* g, lua_State* th);      // root marks: th's registers, in atomic()
+void on_resume(lua_State* L);                            // ... or a suspended coroutine's, at resume
+void on_framewrite(lua_State* L, const TValue* v);        // a write into another frame's register
+void check_unbarriered(lua_State* L, const GCObject* o);  // objprof-lua-check: o must be marked
+
 OBJPROF_ALWAYS_INLINE void access(GlobalHook& hook, const void* obj) noexcept {
+#if defined(LUA_OBJPROF_CHECK)
+  ++hook.barriers;
+#endif
   objprof::access<objprof::DefaultBarrier>(hook.slot, *hook.space, reinterpret_cast<objprof::Address>(obj));
 }
 
@@ -67,6 +90,16 @@ OBJPROF_ALWAYS_INLINE void access(GlobalHook& hook, const void* obj) noexcept {
 #define luai_objprof_close(L)		objprof_lua::on_close(L)
 #define luai_objprof_allocf(f)		objprof_lua::allocator(f)
 #define luai_objprof_allocud(ud)	objprof_lua::allocator_ud(ud)
+#define luai_objprof_newproto(L,p)	objprof_lua::on_newproto(L, p)
+#define luai_objprof_stackroots(g,th)	((g)->objprof.root_marks ? objprof_lua::on_stackroots(g, th) : (void)0)
+#define luai_objprof_resume(L)	(G(L)->objprof.root_marks ? objprof_lua::on_resume(L) : (void)0)
+#define luai_objprof_framewrite(L,v)	\
+  (G(L)->objprof.frame_write_marks && iscollectable(v) ? objprof_lua::on_framewrite(L, v) : (void)0)
+#if defined(LUA_OBJPROF_CHECK)
+#define luai_objprof_unbarriered(L,o)	objprof_lua::check_unbarriered(L, o)
+#else
+#define luai_objprof_unbarriered(L,o)	((void)0)
+#endif
 
 #endif  // LUA_OBJPROF
 #endif  // lobjprof_h

@@ -23,6 +23,7 @@
 #include "ltable.h"
 #include "lua.h"
 
+#include "objprof_lua_elim.h"
 #include "objprof_lua_options.h"
 #include "objprof_lua_walker.h"
 
@@ -44,6 +45,7 @@
 #include <new>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace objprof_lua {
@@ -115,6 +117,11 @@ struct Vm {
   objprof::SpaceId space_id = 0;
   lua_State* main = nullptr;
   LuaHeapWalker walker;  // paths from roots for the report (bound to the state at its first hook)
+  std::unique_ptr<ProtoEliminator> elim;  // OBJPROF_LUA_ELIM=1
+  // Suspended coroutines whose registers have not been root-marked since the last atomic():
+  // marked when resumed (on_resume), so a coroutine that is never resumed again keeps no
+  // object alive in the profile (its leaks stay visible).
+  std::unordered_set<const lua_State*> roots_at_resume;
   bool closed = false;
   // Sites: "source:line" -> id, and per prototype a pc -> id cache (0 = not yet looked up).
   std::unordered_map<std::string, std::uint32_t> site_ids;
@@ -306,6 +313,23 @@ void close_vm(Vm& vm, lua_State* L) {
   report(vm, L);
   if (objprof::Status s = vm.prof->finish(); !s.ok())
     std::fprintf(stderr, "objprof-lua: the trace is incomplete: %s\n", s.error().message.c_str());
+  if (vm.opt.stats && vm.elim) {
+    const ElimStats& e = vm.elim->stats();
+    auto pct = [](std::uint64_t part, std::uint64_t whole) { return whole ? 100.0 * double(part) / double(whole) : 0.0; };
+    std::fprintf(stderr,
+                 "objprof: elim: %llu prototypes, %llu instructions, %llu table-access sites, %llu rewritten "
+                 "barrier-free (%.1f%%); without root marks %llu (%.1f%%); %llu prototypes left as they were\n",
+                 (unsigned long long)e.protos, (unsigned long long)e.instructions, (unsigned long long)e.sites,
+                 (unsigned long long)e.rewritten, pct(e.rewritten, e.sites), (unsigned long long)e.removed_exact,
+                 pct(e.removed_exact, e.sites), (unsigned long long)e.failed);
+  }
+#if defined(LUA_OBJPROF_CHECK)
+  {
+    const GlobalHook& h = g->objprof;
+    std::fprintf(stderr, "objprof: check: %llu barriers, %llu accesses without one, %llu violations\n",
+                 (unsigned long long)h.barriers, (unsigned long long)h.unbarriered, (unsigned long long)h.violations);
+  }
+#endif
   if (vm.opt.stats) {
     const objprof::ProfilerStats st = vm.prof->stats();
     std::fprintf(stderr,
@@ -319,6 +343,7 @@ void close_vm(Vm& vm, lua_State* L) {
   }
   vm.closed = true;
   g->objprof.space = &empty_space();
+  g->objprof.root_marks = g->objprof.frame_write_marks = false;
 }
 
 void at_exit() {
@@ -340,6 +365,9 @@ Vm* create_vm() {
   po.trace_path = vm->opt.trace_path;
   po.default_leak_printer = false;  // the report at exit groups them (report())
   po.heap_walker = &vm->walker;
+  // Barrier elimination counts a new table as accessed (ElimOptions::allocation_marks).
+  po.mark_on_alloc = vm->opt.elim;
+  if (vm->opt.elim) vm->elim = std::make_unique<ProtoEliminator>(vm->opt.stats);
   auto prof = objprof::Profiler::create(std::move(po));
   if (!prof.ok()) {
     std::fprintf(stderr, "objprof-lua: %s\n", prof.error().message.c_str());
@@ -382,10 +410,16 @@ void init(GlobalHook& hook, Alloc frealloc, void* ud) noexcept {
     Vm* vm = static_cast<Vm*>(ud);
     hook.vm = vm;
     hook.space = vm->space;
+    hook.root_marks = vm->opt.elim && vm->opt.fault != Options::Fault::kNoRootMarks;
+    hook.frame_write_marks = vm->opt.elim && vm->opt.fault != Options::Fault::kNoFrameWrites;
   } else {  // a state with another allocator is not profiled
     hook.vm = nullptr;
     hook.space = &empty_space();
+    hook.root_marks = hook.frame_write_marks = false;
   }
+#if defined(LUA_OBJPROF_CHECK)
+  hook.barriers = hook.unbarriered = hook.violations = 0;
+#endif
 }
 
 void on_newobj(lua_State* L, GCObject* o, std::size_t size) {
@@ -406,6 +440,7 @@ void on_free(lua_State* L, GCObject* o) {
   if (!vm) return;
   const auto addr = reinterpret_cast<Address>(o);
   if (vm->recent[Vm::recent_slot(addr)].addr == addr) vm->recent[Vm::recent_slot(addr)].addr = 0;
+  if (o->tt == LUA_VTHREAD && !vm->roots_at_resume.empty()) vm->roots_at_resume.erase(gco2th(o));
   if (o->tt == LUA_VPROTO) {  // a later prototype may reuse the address
     vm->proto_sites.erase(gco2p(o));
     vm->last_proto = nullptr;
@@ -450,6 +485,68 @@ void on_gc_end(lua_State* L) {
 
 void on_close(lua_State* L) {
   if (Vm* vm = vm_of(L)) close_vm(*vm, L);
+}
+
+void on_newproto(lua_State* L, Proto* p) {
+  Vm* vm = vm_of(L);
+  if (!vm || !vm->elim) return;
+  try {
+    vm->elim->run(p);
+  } catch (const std::bad_alloc&) {
+    // Out of memory in the pass: the prototypes not yet rewritten keep their barriers.
+  }
+}
+
+// Root marks. A frame's registers must be marked in every epoch in which the frame runs (an
+// access the pass made barrier-free may follow). The running thread, and every other thread
+// that is not a suspended coroutine (a coroutine that resumed another, a thread a C function
+// calls into), may run right after atomic(): marked now. A suspended coroutine runs again only
+// through lua_resume: marked there, if it ever is.
+void on_stackroots(global_State* g, lua_State* th) {
+  Vm* vm = g->objprof.vm;
+  if (!vm || vm->closed) return;
+  if (th->status == LUA_YIELD) {
+    vm->roots_at_resume.insert(th);
+    return;
+  }
+  for (StkId o = th->stack; o < th->top; ++o)
+    if (iscollectable(s2v(o))) vm->prof->on_root(reinterpret_cast<Address>(gcvalue(s2v(o))));
+}
+
+void on_resume(lua_State* L) {
+  Vm* vm = vm_of(L);
+  if (!vm || vm->roots_at_resume.empty() || vm->roots_at_resume.erase(L) == 0) return;
+  for (StkId o = L->stack; o < L->top; ++o)
+    if (iscollectable(s2v(o))) access(G(L)->objprof, gcvalue(s2v(o)));
+}
+
+void on_framewrite(lua_State* L, const TValue* v) {
+  if (vm_of(L)) access(G(L)->objprof, gcvalue(v));
+}
+
+void check_unbarriered(lua_State* L, const GCObject* o) {
+#if defined(LUA_OBJPROF_CHECK)
+  GlobalHook& hook = G(L)->objprof;
+  ++hook.unbarriered;
+  Vm* vm = vm_of(L);
+  if (!vm) return;
+  const objprof::BarrierDescriptor& d = *hook.space;
+  const Address offset = reinterpret_cast<Address>(o) - d.begin;
+  if (offset >= d.size) return;  // not in the profiled space: no barrier would mark it either
+  const std::uint64_t granule = offset >> d.log2_granule;
+  const std::uint8_t* bits = d.bitmap.load(std::memory_order_relaxed);
+  if ((bits[granule >> 3] >> (granule & 7)) & 1) return;
+  if (++hook.violations <= 5) {
+    const CallInfo* ci = L->ci;
+    const Proto* p = isLua(ci) ? ci_func(ci)->p : nullptr;
+    std::fprintf(stderr, "objprof-lua-check: violation: a %s at %p accessed without a barrier in the function at %s:%d (0: the main chunk), not marked in epoch %llu\n",
+                 type_name(o->tt), static_cast<const void*>(o), p && p->source ? getstr(p->source) : "?",
+                 p ? p->linedefined : 0, (unsigned long long)vm->prof->epoch());
+  }
+#else
+  (void)L;
+  (void)o;
+#endif
 }
 
 }  // namespace objprof_lua

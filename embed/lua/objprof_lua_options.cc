@@ -78,6 +78,26 @@ objprof::Result<Options> options_from_environment() {
   }
   if (const char* v = env("OBJPROF_LUA_REPORT")) o.report = std::string(v) != "0";
   if (const char* v = env("OBJPROF_LUA_STATS")) o.stats = std::string(v) != "0";
+  if (const char* v = env("OBJPROF_LUA_ELIM")) {
+    const std::string e = v;
+    if (e != "0" && e != "1")
+      return objprof::make_error(objprof::ErrorCode::kInvalidArgument, fmt::format("OBJPROF_LUA_ELIM='{}': use 0 or 1", e));
+    o.elim = e == "1";
+  }
+  if (const char* v = env("OBJPROF_LUA_ELIM_FAULT")) {
+    const std::string f = v;
+#if !defined(LUA_OBJPROF_CHECK)
+    return objprof::make_error(objprof::ErrorCode::kInvalidArgument,
+                               "OBJPROF_LUA_ELIM_FAULT breaks the elimination's promises on purpose; only objprof-lua-check accepts it");
+#endif
+    if (f == "no-root-marks") o.fault = Options::Fault::kNoRootMarks;
+    else if (f == "no-frame-writes") o.fault = Options::Fault::kNoFrameWrites;
+    else
+      return objprof::make_error(objprof::ErrorCode::kInvalidArgument,
+                                 fmt::format("OBJPROF_LUA_ELIM_FAULT='{}': use no-root-marks or no-frame-writes", f));
+    if (!o.elim)
+      return objprof::make_error(objprof::ErrorCode::kInvalidArgument, "OBJPROF_LUA_ELIM_FAULT needs OBJPROF_LUA_ELIM=1");
+  }
   return o;
 }
 

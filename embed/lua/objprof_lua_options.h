@@ -22,6 +22,15 @@ struct Options {
   std::uint64_t heap_bytes = std::uint64_t{1} << 30;  // OBJPROF_LUA_HEAP: the region (K/M/G suffixes)
   bool report = true;                       // OBJPROF_LUA_REPORT=0: no leak report at exit
   bool stats = false;                       // OBJPROF_LUA_STATS=1: profiler statistics at exit
+  // OBJPROF_LUA_ELIM=1: run objprof's barrier-elimination pass on every prototype Lua loads and
+  // rewrite the accesses it removes to barrier-free opcodes (docs/embedding.md, "Barrier
+  // elimination"). Its promises: root marks at every atomic(), marks on writes into another
+  // frame's registers, and the allocator's marks.
+  bool elim = false;
+  // OBJPROF_LUA_ELIM_FAULT (objprof-lua-check only, for tests): break one promise on purpose so
+  // that the checker must report violations.
+  enum class Fault { kNone, kNoRootMarks, kNoFrameWrites };
+  Fault fault = Fault::kNone;
 };
 
 objprof::Result<Options> options_from_environment();

@@ -4,11 +4,17 @@
 #                                                  hook checks on) print the same stdout and exit
 #                                                  with the same status; stdin is a fixed text
 #   run_lua_test.sh leak    BIN SCRIPT            the online report at exit names the line marked
-#                                                  "-- LEAK" first
+#                                                  "-- LEAK" first (also with barrier elimination)
 #   run_lua_test.sh noleak  BIN SCRIPT            no report at exit
 #   run_lua_test.sh offline BIN SCRIPT            `objprof report` on the trace ranks the line
 #                                                  marked "-- LEAK" first
 #   run_lua_test.sh cli     BIN                   `objprof lua` runs like lua5.4 and refuses bad options
+#   run_lua_test.sh fault   BIN SCRIPT FAULT      with barrier elimination, objprof-lua-check finds no
+#                                                  violation, and some with OBJPROF_LUA_ELIM_FAULT=FAULT
+#   run_lua_test.sh dump    BIN                   string.dump under barrier elimination writes what
+#                                                  stock Lua writes (standard opcodes only)
+# The diff mode also runs objprof-lua-check with barrier elimination (OBJPROF_LUA_ELIM=1): the
+# same output, and no access made barrier-free finds its object unmarked.
 # BIN is the build's bin directory. EMULATOR (e.g. "qemu-aarch64 -L / -cpu max") prefixes every
 # program run, for the arm64 build.
 set -euo pipefail
@@ -16,6 +22,10 @@ mode="$1"
 bin="$2"
 shift 2
 read -r -a emu <<<"${EMULATOR:-}"
+
+check_counts() {  # the "objprof: check:" line of stderr file $1 -> "violations unbarriered"
+  sed -n 's/^objprof: check: [0-9]* barriers, \([0-9]*\) accesses without one, \([0-9]*\) violations$/\2 \1/p' "$1"
+}
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export OBJPROF_CHECK_HOOKS=1  # every hook placement is checked against a shadow heap
@@ -52,13 +62,36 @@ case "$mode" in
         exit 1
       fi
       if grep -q "protocol error" "$work/objprof.err"; then cat "$work/objprof.err"; exit 1; fi
+      # Barrier elimination, checked: every access that ran without a barrier found its object
+      # marked in the current epoch.
+      set +e
+      OBJPROF_LUA_GC=$gc OBJPROF_LUA_REPORT=0 OBJPROF_LUA_ELIM=1 OBJPROF_LUA_STATS=1 "${emu[@]}" "$bin/objprof-lua-check" \
+        "$script" "$@" <"$work/stdin" >"$work/elim.out" 2>"$work/elim.err"
+      rc=$?
+      set -e
+      if [[ $rc -ne $stock_rc ]] || ! cmp -s "$work/stock.out" "$work/elim.out"; then
+        echo "FAIL ($gc, elimination): exit $rc vs stock $stock_rc; stdout differs:"
+        diff "$work/stock.out" "$work/elim.out" | head -20
+        head -20 "$work/elim.err"
+        exit 1
+      fi
+      read -r violations unbarriered <<<"$(check_counts "$work/elim.err")"
+      if [[ "${violations:-x}" != 0 ]] || grep -v '^objprof: stats:' "$work/elim.err" | grep -q "protocol error"; then
+        echo "FAIL ($gc, elimination): violations '${violations:-none reported}':"; cat "$work/elim.err"; exit 1
+      fi
+      elim_note="$(sed -n 's/^objprof: elim: .* \([0-9]*\) table-access sites, \([0-9]*\) rewritten.*/\2 of \1 sites barrier-free/p' "$work/elim.err"), $unbarriered accesses without a barrier, 0 violations"
     done
     echo "identical output ($(wc -l <"$work/stock.out") lines, exit $stock_rc) under stock Lua and objprof-Lua (generational, incremental)"
+    echo "with barrier elimination: $elim_note"
     ;;
   leak | noleak)
     script="$1"
-    for gc in generational incremental; do
-      OBJPROF_LUA_GC=$gc "${emu[@]}" "$bin/objprof-lua" "$script" >"$work/out" 2>"$work/err" || { cat "$work/err"; exit 1; }
+    # Both collector modes, each without and with barrier elimination (whose root marks must not
+    # hide what a suspended coroutine or the heap holds).
+    for gc in generational incremental generational+elim incremental+elim; do
+      elim=0
+      [[ "$gc" == *+elim ]] && elim=1
+      OBJPROF_LUA_GC=${gc%+elim} OBJPROF_LUA_ELIM=$elim "${emu[@]}" "$bin/objprof-lua" "$script" >"$work/out" 2>"$work/err" || { cat "$work/err"; exit 1; }
       if grep -q "protocol error" "$work/err"; then cat "$work/err"; exit 1; fi
       if [[ "$mode" == noleak ]]; then
         if grep -q "possible leak" "$work/err"; then echo "FAIL ($gc): a leak-free program was reported:"; cat "$work/err"; exit 1; fi
@@ -114,6 +147,50 @@ case "$mode" in
     set -e
     [[ $rc -eq 1 ]] && grep -q "not enough memory" "$work/out" || { echo "FAIL: exhausted heap gave exit $rc:"; cat "$work/out"; exit 1; }
     echo "cli: ok"
+    ;;
+  fault)
+    script="$1"
+    fault="$2"
+    for gc in generational incremental; do
+      OBJPROF_LUA_GC=$gc OBJPROF_LUA_ELIM=1 OBJPROF_LUA_STATS=1 "${emu[@]}" "$bin/objprof-lua-check" "$script" \
+        >"$work/good.out" 2>"$work/good.err" || { cat "$work/good.err"; exit 1; }
+      read -r good unbarriered <<<"$(check_counts "$work/good.err")"
+      [[ "${good:-x}" == 0 && "${unbarriered:-0}" -gt 0 ]] || { echo "FAIL ($gc): expected accesses without a barrier and no violation:"; cat "$work/good.err"; exit 1; }
+      OBJPROF_LUA_GC=$gc OBJPROF_LUA_ELIM=1 OBJPROF_LUA_ELIM_FAULT=$fault OBJPROF_LUA_STATS=1 "${emu[@]}" "$bin/objprof-lua-check" \
+        "$script" >"$work/bad.out" 2>"$work/bad.err" || { cat "$work/bad.err"; exit 1; }
+      read -r bad _ <<<"$(check_counts "$work/bad.err")"
+      [[ "${bad:-0}" -gt 0 ]] || { echo "FAIL ($gc): $fault went unnoticed by the checker:"; cat "$work/bad.err"; exit 1; }
+      cmp -s "$work/good.out" "$work/bad.out" || { echo "FAIL ($gc): the fault changed the program's output"; exit 1; }
+      echo "$gc: $unbarriered accesses without a barrier, 0 violations; with $fault: $bad violations"
+    done
+    # objprof-lua (not the check build) refuses the fault.
+    if OBJPROF_LUA_ELIM=1 OBJPROF_LUA_ELIM_FAULT=$fault "${emu[@]}" "$bin/objprof-lua" "$script" >"$work/out" 2>&1; then
+      echo "FAIL: objprof-lua accepted OBJPROF_LUA_ELIM_FAULT"; exit 1
+    fi
+    grep -q "only objprof-lua-check" "$work/out" || { cat "$work/out"; exit 1; }
+    ;;
+  dump)
+    # A function whose table accesses the pass rewrites, dumped with and without debug info.
+    cat >"$work/dump.lua" <<'LUA'
+local src = [[
+  local t = {x = 1}
+  for i = 1, 10 do t.x = t.x + i; t[i] = t.x end
+  return t.x, #t, t[10]
+]]
+local f = assert(load(src, "=dumped"))
+local out = assert(io.open(arg[1], "wb"))
+out:write(string.dump(f), string.dump(f, true))
+out:close()
+print(f())
+LUA
+    "${emu[@]}" "$bin/lua-stock" "$work/dump.lua" "$work/stock.bin" >"$work/stock.out"
+    OBJPROF_LUA_ELIM=1 OBJPROF_LUA_STATS=1 OBJPROF_LUA_REPORT=0 "${emu[@]}" "$bin/objprof-lua" "$work/dump.lua" "$work/elim.bin" \
+      >"$work/elim.out" 2>"$work/elim.err"
+    rewritten="$(sed -n 's/^objprof: elim: .* \([0-9]*\) rewritten.*/\1/p' "$work/elim.err")"
+    [[ "${rewritten:-0}" -gt 0 ]] || { echo "FAIL: nothing was rewritten:"; cat "$work/elim.err"; exit 1; }
+    cmp "$work/stock.bin" "$work/elim.bin" || { echo "FAIL: string.dump differs from stock Lua's"; exit 1; }
+    cmp -s "$work/stock.out" "$work/elim.out" || { echo "FAIL: the results differ"; exit 1; }
+    echo "dump: $rewritten accesses rewritten; string.dump is byte-identical to stock Lua's ($(stat -c %s "$work/stock.bin") bytes)"
     ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac

@@ -1,0 +1,60 @@
+// Barrier elimination on Lua 5.4 bytecode: each prototype Lua loads (parsed or undumped) is
+// described to objprof's global pass through its VM-agnostic front door (FunctionShapeBuilder),
+// and the table accesses the pass removes are rewritten to barrier-free variants of their
+// opcodes (OP_GETFIELD -> OP_GETFIELD_NB, ...; objprof-hooks.patch). Saved bytecode holds only
+// standard opcodes (ldump.c maps them back).
+//
+// What the pass may assume, and what objprof-lua does to make it true (docs/embedding.md):
+// - Root marks (ElimOptions::roots_marked): atomic() marks every object in a live frame's
+//   registers in the epoch it starts (on_stackroots, from traversethread), so a metamethod, a
+//   finalizer, a hook or a call that runs the collector ends no availability.
+// - Registers change only where the bytecode says so, or by a write that marks what it writes:
+//   SETUPVAL into an open upvalue, lua_setupvalue, lua_setlocal (on_framewrite). Copies are not
+//   trusted (a MOVE defines a new value): another frame may write one register of a pair.
+// - Allocation marks (ElimOptions::allocation_marks): the allocator marks every new object
+//   (ProfilerOptions::mark_on_alloc), so OP_NEWTABLE's table is available at once.
+// - Upvalue tables (GETTABUP/SETTABUP, mostly _ENV) are not described: any code that runs may
+//   change an upvalue, and every table access may run code (metamethods).
+#pragma once
+
+#include <objprof/ir/analysis.h>
+#include <objprof/ir/elim.h>
+#include <objprof/ir/function_shape.h>
+#include <objprof/result.h>
+
+#include <cstdint>
+#include <vector>
+
+struct Proto;
+
+namespace objprof_lua {
+
+struct ElimStats {
+  std::uint64_t protos = 0;
+  std::uint64_t instructions = 0;
+  std::uint64_t sites = 0;          // table-access sites described to the pass
+  std::uint64_t rewritten = 0;      // of them, rewritten to a barrier-free opcode
+  std::uint64_t removed_exact = 0;  // what the pass removes without root marks (statistics only)
+  std::uint64_t failed = 0;         // prototypes left as they were (the shape did not verify)
+};
+
+// The shape of one prototype's code. Sites are pcs. Exposed for tests and statistics.
+objprof::Result<objprof::ir::FunctionShape> describe_proto(const Proto* p);
+
+class ProtoEliminator {
+ public:
+  // `also_exact`: run the pass a second time without the root-mark promise, for statistics.
+  explicit ProtoEliminator(bool also_exact) : also_exact_(also_exact) {}
+  // Runs the pass over `p` and every prototype nested in it and rewrites what it removes.
+  void run(Proto* p);
+  const ElimStats& stats() const noexcept { return stats_; }
+
+ private:
+  void run_one(Proto* p);
+  bool also_exact_;
+  objprof::ir::FunctionAnalyses analyses_;  // reused from prototype to prototype
+  objprof::ir::ElimResult result_;
+  ElimStats stats_;
+};
+
+}  // namespace objprof_lua
