@@ -1,4 +1,5 @@
-// Stock Lua against objprof-Lua, without and with the trace, side by side in one run: each
+// Stock Lua against objprof-Lua, without and with the trace, and with barrier elimination on
+// its bytecode (OBJPROF_LUA_ELIM=1), side by side in one run: each
 // benchmark runs one interpreter on one program of bench/lua as a child process and reports
 // the child's CPU time (user + system, from wait4), so a busy machine's preemption does not
 // count. Run with --benchmark_repetitions=N --benchmark_enable_random_interleaving=true to
@@ -38,7 +39,7 @@ constexpr Program kPrograms[] = {
     {"binary_trees", "13"}, {"nbody", "150000"},      {"spectral_norm", "220"}, {"fannkuch", "9"},
     {"richards", "3000"},   {"string_build", "80000"}, {"json", "25"},
 };
-constexpr const char* kVariants[] = {"stock", "objprof", "objprof-trace"};
+constexpr const char* kVariants[] = {"stock", "objprof", "objprof-trace", "objprof-elim"};
 
 std::string bin_dir() { return std::filesystem::read_symlink("/proc/self/exe").parent_path().string(); }
 
@@ -79,6 +80,7 @@ void BM_lua(benchmark::State& state, const Program& p, const std::string& varian
   const std::string trace = (std::filesystem::temp_directory_path() / ("bench_lua_" + std::to_string(::getpid()) + ".trace")).string();
   std::vector<std::string> env{"OBJPROF_LUA_REPORT=0"};
   if (variant == "objprof-trace") env.push_back("OBJPROF_LUA_TRACE=" + trace);
+  if (variant == "objprof-elim") env.push_back("OBJPROF_LUA_ELIM=1");
   const std::vector<std::string> args{dir + (stock ? "/lua-stock" : "/objprof-lua"), script, p.arg};
   for (auto _ : state) {
     const double cpu = run_child(args, env);
@@ -114,5 +116,5 @@ void register_all() {
 
 int main(int argc, char** argv) {
   return objprof::bench::run_benchmarks(argc, argv, register_all,
-                                        {{"lua", "stock", {"stock", "objprof", "objprof-trace"}, false, "child CPU", "min"}});
+                                        {{"lua", "stock", {"stock", "objprof", "objprof-trace", "objprof-elim"}, false, "child CPU", "min"}});
 }

@@ -365,8 +365,6 @@ Vm* create_vm() {
   po.trace_path = vm->opt.trace_path;
   po.default_leak_printer = false;  // the report at exit groups them (report())
   po.heap_walker = &vm->walker;
-  // Barrier elimination counts a new table as accessed (ElimOptions::allocation_marks).
-  po.mark_on_alloc = vm->opt.elim;
   if (vm->opt.elim) vm->elim = std::make_unique<ProtoEliminator>(vm->opt.stats);
   auto prof = objprof::Profiler::create(std::move(po));
   if (!prof.ok()) {
@@ -433,6 +431,10 @@ void on_newobj(lua_State* L, GCObject* o, std::size_t size) {
   const auto addr = reinterpret_cast<Address>(o);
   if (o->tt == LUA_VTABLE || o->tt == LUA_VTHREAD) vm->recent[Vm::recent_slot(addr)] = {addr, site};
   vm->prof->on_alloc(*vm->thread, site, o->tt, addr, size);
+  // Barrier elimination counts a new table as accessed (ElimOptions::allocation_marks, for
+  // OP_NEWTABLE). Only tables: no other new object is an access the pass describes, and
+  // strings are most allocations.
+  if (o->tt == LUA_VTABLE && vm->elim) access(G(L)->objprof, o);
 }
 
 void on_free(lua_State* L, GCObject* o) {

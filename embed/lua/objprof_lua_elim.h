@@ -11,8 +11,8 @@
 // - Registers change only where the bytecode says so, or by a write that marks what it writes:
 //   SETUPVAL into an open upvalue, lua_setupvalue, lua_setlocal (on_framewrite). Copies are not
 //   trusted (a MOVE defines a new value): another frame may write one register of a pair.
-// - Allocation marks (ElimOptions::allocation_marks): the allocator marks every new object
-//   (ProfilerOptions::mark_on_alloc), so OP_NEWTABLE's table is available at once.
+// - Allocation marks (ElimOptions::allocation_marks): the allocation hook marks every new
+//   table (objprof_lua.cc, on_newobj), so OP_NEWTABLE's table is available at once.
 // - Upvalue tables (GETTABUP/SETTABUP, mostly _ENV) are not described: any code that runs may
 //   change an upvalue, and every table access may run code (metamethods).
 #pragma once

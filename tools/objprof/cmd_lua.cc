@@ -29,6 +29,7 @@ struct LuaOptions {
   std::string gc;  // "": Lua's standalone default (generational)
   std::string heap = "1G";
   bool no_report = false;
+  bool elim = false;
   std::vector<std::string> script_and_args;
 };
 
@@ -63,6 +64,7 @@ int run_lua(const LuaOptions& o) {
   ::setenv("OBJPROF_LUA_STALE_BYTES", o.stale_bytes.c_str(), 1);
   ::setenv("OBJPROF_LUA_HEAP", o.heap.c_str(), 1);
   ::setenv("OBJPROF_LUA_REPORT", o.no_report ? "0" : "1", 1);
+  ::setenv("OBJPROF_LUA_ELIM", o.elim ? "1" : "0", 1);
   if (!o.trace.empty()) ::setenv("OBJPROF_LUA_TRACE", o.trace.c_str(), 1);
   else ::unsetenv("OBJPROF_LUA_TRACE");
   if (!o.gc.empty()) ::setenv("OBJPROF_LUA_GC", o.gc.c_str(), 1);
@@ -94,6 +96,9 @@ const RegisterCommand kLua([](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--heap", opt->heap, "size of the region that holds every Lua object (K/M/G suffixes)")
       ->capture_default_str();
   cmd->add_flag("--no-report", opt->no_report, "print no leak report at exit");
+  cmd->add_flag("--elim", opt->elim,
+                "remove the barriers objprof's elimination pass proves redundant from the bytecode Lua loads "
+                "(an object a running frame holds then counts as accessed at each GC)");
   auto script = std::make_shared<std::string>();
   cmd->add_option("script", *script, "SCRIPT [ARGS...]: as for lua5.4 (- reads the script from stdin)")->required();
   // Everything from SCRIPT on belongs to the script, options included.
