@@ -2,10 +2,13 @@
 # Barrier elimination on Lua bytecode, counted exactly (docs/results.md, issue 12 part 5): for
 # each program of bench/lua (bench_lua's sizes, or smaller ones with --small), the static
 # table-access sites the pass made barrier-free, and the barriers objprof-lua-check executes
-# without and with elimination, with the checker's violations.
+# without and with elimination, with the checker's violations. Exits 1 if the checker found any
+# (a test runs it with --small). EMULATOR (e.g. "qemu-aarch64 -L / -cpu max") prefixes each run.
 #   scripts/lua_elim_stats.sh BIN_DIR [--small]
 set -euo pipefail
 bin="${1:?usage: lua_elim_stats.sh BIN_DIR [--small]}"
+read -r -a emu <<<"${EMULATOR:-}"
+unset LUA_PATH LUA_PATH_5_4 LUA_CPATH LUA_CPATH_5_4 LUA_INIT LUA_INIT_5_4
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 if [[ "${2:-}" == --small ]]; then
   programs=(binary_trees:10 nbody:10000 spectral_norm:60 fannkuch:7 richards:200 string_build:5000 json:2)
@@ -16,16 +19,21 @@ counts() {  # stderr file -> "barriers unbarriered violations"
   sed -n 's/^objprof: check: \([0-9]*\) barriers, \([0-9]*\) accesses without one, \([0-9]*\) violations$/\1 \2 \3/p' "$1"
 }
 work="$(mktemp -d)"
+status=0
 trap 'rm -rf "$work"' EXIT
 echo "| program | sites | barrier-free (static) | without root marks | barriers, off | barriers, on | removed (dynamic) | violations |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for pa in "${programs[@]}"; do
   p="${pa%%:*}"; arg="${pa##*:}"
-  OBJPROF_LUA_REPORT=0 OBJPROF_LUA_STATS=1 "$bin/objprof-lua-check" "$repo/bench/lua/$p.lua" "$arg" >/dev/null 2>"$work/off"
-  OBJPROF_LUA_REPORT=0 OBJPROF_LUA_STATS=1 OBJPROF_LUA_ELIM=1 "$bin/objprof-lua-check" "$repo/bench/lua/$p.lua" "$arg" >/dev/null 2>"$work/on"
+  OBJPROF_LUA_REPORT=0 OBJPROF_LUA_STATS=1 "${emu[@]}" "$bin/objprof-lua-check" "$repo/bench/lua/$p.lua" "$arg" >/dev/null 2>"$work/off"
+  OBJPROF_LUA_REPORT=0 OBJPROF_LUA_STATS=1 OBJPROF_LUA_ELIM=1 "${emu[@]}" "$bin/objprof-lua-check" "$repo/bench/lua/$p.lua" "$arg" \
+    >/dev/null 2>"$work/on"
   read -r off _ _ <<<"$(counts "$work/off")"
   read -r on unb viol <<<"$(counts "$work/on")"
+  if [[ -z "${viol:-}" || -z "${off:-}" ]]; then echo "$p: no counts from objprof-lua-check:"; cat "$work/on"; exit 1; fi
+  ((viol == 0)) || status=1
   read -r sites rew exact <<<"$(sed -n 's/^objprof: elim: .* \([0-9]*\) table-access sites, \([0-9]*\) rewritten .* without root marks \([0-9]*\) .*/\1 \2 \3/p' "$work/on")"
   awk -v p="$p" -v s="$sites" -v r="$rew" -v e="$exact" -v off="$off" -v on="$on" -v v="$viol" 'BEGIN {
     printf "| %s | %d | %d (%.1f%%) | %d (%.1f%%) | %d | %d | %.1f%% | %d |\n", p, s, r, 100*r/s, e, 100*e/s, off, on, 100*(off-on)/off, v }'
 done
+exit $status
