@@ -211,6 +211,10 @@ class Describer {
 objprof::Result<FunctionShape> describe_proto(const Proto* p) {
   const int n = p->sizecode;
   if (n <= 0) return objprof::make_error(objprof::ErrorCode::kInvalidArgument, "a prototype without code");
+  // Lua does not verify undumped code: an opcode past the table is a malformed chunk.
+  for (int pc = 0; pc < n; ++pc)
+    if (GET_OPCODE(p->code[pc]) >= NUM_OPCODES)
+      return objprof::make_error(objprof::ErrorCode::kInvalidArgument, fmt::format("instruction {} has no opcode", pc));
   // Leaders: the first instruction, every jump target, and whatever follows a branch.
   std::vector<std::uint8_t> leader(static_cast<std::size_t>(n) + 1, 0);
   leader[0] = 1;
