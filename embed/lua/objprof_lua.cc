@@ -434,7 +434,12 @@ void on_newobj(lua_State* L, GCObject* o, std::size_t size) {
   // Barrier elimination counts a new table as accessed (ElimOptions::allocation_marks, for
   // OP_NEWTABLE). Only tables: no other new object is an access the pass describes, and
   // strings are most allocations.
-  if (o->tt == LUA_VTABLE && vm->elim) access(G(L)->objprof, o);
+  // The bit alone, not the barrier: the cache keeps the object the program last accessed.
+  if (o->tt == LUA_VTABLE && vm->elim) {
+    const objprof::BarrierDescriptor& d = *vm->space;
+    objprof::AccessBitmap::mark_granule<objprof::MarkMode::kRacy>(d.bitmap.load(std::memory_order_relaxed),
+                                                                  (addr - d.begin) >> d.log2_granule);
+  }
 }
 
 void on_free(lua_State* L, GCObject* o) {
