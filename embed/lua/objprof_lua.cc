@@ -328,6 +328,12 @@ void close_vm(Vm& vm, lua_State* L) {
     const GlobalHook& h = g->objprof;
     std::fprintf(stderr, "objprof: check: %llu barriers, %llu accesses without one, %llu violations\n",
                  (unsigned long long)h.barriers, (unsigned long long)h.unbarriered, (unsigned long long)h.violations);
+    if (vm.elim) {
+      const ElimStats& e = vm.elim->stats();
+      std::fprintf(stderr, "objprof: static check: %llu prototypes, %llu accesses on random paths, %llu with a violation\n",
+                   (unsigned long long)e.checked, (unsigned long long)e.check_accesses,
+                   (unsigned long long)e.check_violations);
+    }
   }
 #endif
   if (vm.opt.stats) {
@@ -365,7 +371,12 @@ Vm* create_vm() {
   po.trace_path = vm->opt.trace_path;
   po.default_leak_printer = false;  // the report at exit groups them (report())
   po.heap_walker = &vm->walker;
-  if (vm->opt.elim) vm->elim = std::make_unique<ProtoEliminator>(vm->opt.stats);
+#if defined(LUA_OBJPROF_CHECK)
+  constexpr std::uint32_t kStaticCheckPaths = 30;  // objprof-lua-check also checks every decision statically
+#else
+  constexpr std::uint32_t kStaticCheckPaths = 0;
+#endif
+  if (vm->opt.elim) vm->elim = std::make_unique<ProtoEliminator>(vm->opt.stats, kStaticCheckPaths);
   auto prof = objprof::Profiler::create(std::move(po));
   if (!prof.ok()) {
     std::fprintf(stderr, "objprof-lua: %s\n", prof.error().message.c_str());

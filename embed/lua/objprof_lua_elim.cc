@@ -4,7 +4,11 @@
 #include "lobject.h"
 #include "lopcodes.h"
 
+#include <objprof/ir/checker.h>
+
 #include <fmt/core.h>
+
+#include <cstdio>
 
 #include <algorithm>
 #include <initializer_list>
@@ -271,6 +275,20 @@ void ProtoEliminator::run_one(Proto* p) {
   options.roots_marked = true;
   analyses_.reset(*shape);
   objprof::ir::GlobalElimPass(options).run(analyses_, &result_);
+  if (check_paths_ != 0) {
+    // The pass against the model it assumed: GCs at any instruction that may run code, each
+    // marking the registers live across it; new tables marked.
+    objprof::ir::CheckOptions co = objprof::ir::check_options_for(result_, check_paths_, stats_.protos);
+    const objprof::ir::CheckReport report = objprof::ir::check_shape(*shape, result_, co);
+    ++stats_.checked;
+    stats_.check_accesses += report.accesses;
+    if (!report.ok()) {
+      if (++stats_.check_violations <= 5)
+        std::fprintf(stderr, "objprof-lua-check: static check of the function at %s:%d: %s\n",
+                     p->source ? getstr(p->source) : "?", p->linedefined,
+                     objprof::ir::format_violation(*report.violation).c_str());
+    }
+  }
   for (const objprof::ir::AccessDecision& d : result_.accesses) {
     Instruction& i = p->code[d.site];
     const int nb = barrier_free(luaP_stdop(GET_OPCODE(i)));

@@ -36,6 +36,10 @@ struct ElimStats {
   std::uint64_t rewritten = 0;      // of them, rewritten to a barrier-free opcode
   std::uint64_t removed_exact = 0;  // what the pass removes without root marks (statistics only)
   std::uint64_t failed = 0;         // prototypes left as they were (the shape did not verify)
+  // The static checker (objprof::ir::check_shape) on each prototype's decisions, when asked.
+  std::uint64_t checked = 0;            // prototypes checked
+  std::uint64_t check_accesses = 0;     // accesses its random runs checked
+  std::uint64_t check_violations = 0;   // prototypes with a violation
 };
 
 // The shape of one prototype's code. Sites are pcs. Exposed for tests and statistics.
@@ -44,7 +48,9 @@ objprof::Result<objprof::ir::FunctionShape> describe_proto(const Proto* p);
 class ProtoEliminator {
  public:
   // `also_exact`: run the pass a second time without the root-mark promise, for statistics.
-  explicit ProtoEliminator(bool also_exact) : also_exact_(also_exact) {}
+  // `check_paths`: run the static checker on each prototype's decisions along this many random
+  // paths (0: not at all).
+  ProtoEliminator(bool also_exact, std::uint32_t check_paths) : also_exact_(also_exact), check_paths_(check_paths) {}
   // Runs the pass over `p` and every prototype nested in it and rewrites what it removes.
   void run(Proto* p);
   const ElimStats& stats() const noexcept { return stats_; }
@@ -52,6 +58,7 @@ class ProtoEliminator {
  private:
   void run_one(Proto* p);
   bool also_exact_;
+  std::uint32_t check_paths_;
   objprof::ir::FunctionAnalyses analyses_;  // reused from prototype to prototype
   objprof::ir::ElimResult result_;
   ElimStats stats_;

@@ -5,11 +5,13 @@
 #include "objprof/ir/checker.h"
 
 #include "objprof/ir/analysis.h"
+#include "objprof/ir/function_shape.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <iterator>
+#include <span>
 
 namespace objprof::ir {
 namespace {
@@ -54,28 +56,13 @@ struct Outcome {
   bool valid = true;  // false: a forced replay followed an edge that does not exist
 };
 
-class Machine {
+// What every checker machine shares: the run loop, the tape, the random draws, the marks, the
+// GCs and the root marks. `Code` (CRTP) is the function being run: objprof's IR (IrMachine)
+// or a VM's FunctionShape (ShapeMachine). It provides num_blocks(), num_regs(), succs(b),
+// receiver(), block_size(b), dst(b, i), for_each_use(b, i, fn) and run_block(b, out, gc_here).
+template <class Code>
+class MachineBase {
  public:
-  Machine(const Function& f, const ElimResult& decisions, const CheckOptions& options, CheckReport* report)
-      : f_(f), cfg_(CfgAnalysis::run(f)), options_(options), report_(report) {
-    instr_base_.resize(f.blocks.size() + 1);
-    std::uint32_t k = 0;
-    for (BlockId b = 0; b < f.blocks.size(); ++b) {
-      instr_base_[b] = k;
-      k += static_cast<std::uint32_t>(f.blocks[b].instrs.size());
-    }
-    instr_base_[f.blocks.size()] = k;
-    kept_.assign(k, 0);
-    for (const AccessDecision& d : decisions.accesses) {
-      if (d.block < f.blocks.size() && d.kept) kept_[instr_base_[d.block] + d.instr] |= static_cast<std::uint8_t>(1u << d.operand);
-    }
-    regs_.resize(f.num_regs);
-    if (options.roots_marked) compute_liveness();
-    max_steps_ = options.max_steps != 0 ? options.max_steps
-                                        : static_cast<std::uint32_t>(std::min<std::size_t>(4 * f.blocks.size() + 16, 100000));
-    externals_ = std::max<std::uint32_t>(1, options.external_objects);
-  }
-
   // Records a fresh random run into `tape` (record mode) or replays `tape` (forced mode).
   Outcome execute(Tape* tape, bool forced, Rng* rng, std::vector<PathStep>* trace) {
     Outcome out;
@@ -91,14 +78,14 @@ class Machine {
     epoch_ = ++clock_;
     cache_ = kNull;
     next_object_ = kFirstObject + externals_;
-    for (Reg r = 0; r < f_.num_regs; ++r) {
+    for (Reg r = 0; r < code().num_regs(); ++r) {
       std::uint64_t x = draw(false);
       std::uint64_t pct = x % 100;
       regs_[r] = pct < 85 ? kFirstObject + (x >> 8) % externals_ : pct < 95 ? kScalar : kNull;
     }
-    if (options_.receiver_marked && f_.has_receiver && !f_.params.empty()) {
+    if (options_.receiver_marked && code().receiver() != kNoReg) {
       // A receiver is never null, and the caller's invoke marked it in this epoch.
-      Reg self = f_.params[0];
+      Reg self = code().receiver();
       if (regs_[self] < kFirstObject) regs_[self] = kFirstObject;
       mark(regs_[self]);
     }
@@ -118,7 +105,7 @@ class Machine {
       }
       if (report_ != nullptr) ++report_->steps;
       bool gc_here = false;
-      bool stop = run_block(b, &out, &gc_here);
+      bool stop = code().run_block(b, &out, &gc_here);
       if (!forced) tape->steps.back().draw_end = static_cast<std::uint32_t>(tape->draws.size());
       if (trace != nullptr) trace->push_back({b, gc_here});
       if (out.violated) {
@@ -127,7 +114,7 @@ class Machine {
       }
       if (stop) break;
       if (!forced) {
-        const auto& succs = cfg_.succs[b];
+        const auto succs = code().succs(b);
         if (succs.empty() || step + 1 >= max_steps_) break;
         b = succs[rng_->next() % succs.size()];
       }
@@ -135,9 +122,23 @@ class Machine {
     return out;
   }
 
- private:
+ protected:
+  MachineBase(const CheckOptions& options, CheckReport* report) : options_(options), report_(report) {}
+  // After the derived class is built (its code is ready).
+  void init(std::size_t num_instrs) {
+    regs_.resize(code().num_regs());
+    if (options_.roots_marked) compute_liveness();
+    max_steps_ = options_.max_steps != 0
+                     ? options_.max_steps
+                     : static_cast<std::uint32_t>(std::min<std::size_t>(4 * code().num_blocks() + 16, 100000));
+    externals_ = std::max<std::uint32_t>(1, options_.external_objects);
+    kept_.assign(num_instrs, 0);
+  }
+  Code& code() { return static_cast<Code&>(*this); }
+  const Code& code() const { return static_cast<const Code&>(*this); }
+
   bool is_succ(BlockId from, BlockId to) const {
-    const auto& s = cfg_.succs[from];
+    const auto s = code().succs(from);
     return std::find(s.begin(), s.end(), to) != s.end();
   }
 
@@ -171,12 +172,31 @@ class Machine {
     if (options_.roots_marked) mark_live_roots();
   }
 
+  // One access of the object in register `reg` (operand k of instruction i of block b), with
+  // the barrier if the decisions kept it: the object must then be marked.
+  bool access(BlockId b, std::uint32_t i, unsigned k, SiteId site, Reg reg, bool kept, Outcome* out) {
+    std::uint64_t obj = regs_[reg];
+    if (obj < kFirstObject) return false;  // null or scalar: outside the heap, nothing to mark
+    if (kept) {
+      if (report_ != nullptr) ++report_->barriers;
+      if (obj != cache_) {
+        cache_ = obj;
+        mark(obj);
+      }
+    }
+    if (report_ != nullptr) ++report_->accesses;
+    if (marked(obj)) return false;
+    out->violated = true;
+    out->violation = Violation{b, i, k, site, reg, obj, epoch_, {}};
+    return true;
+  }
+
   // Backward liveness over the CFG the runs follow, per block (live out), independent of the
   // pass's own analyses: a register is live after an instruction if some path from there reads
   // it before writing it.
   void compute_liveness() {
-    const std::size_t n = f_.blocks.size();
-    words_ = (f_.num_regs + 63) / 64;
+    const std::size_t n = code().num_blocks();
+    words_ = (code().num_regs() + 63) / 64;
     live_out_.assign(n * words_, 0);
     std::vector<std::uint64_t> live_in(n * words_, 0), cur(words_);
     for (bool changed = true; changed;) {
@@ -184,11 +204,10 @@ class Machine {
       for (std::size_t bi = n; bi-- > 0;) {
         const auto b = static_cast<BlockId>(bi);
         std::uint64_t* out = &live_out_[b * words_];
-        for (BlockId s : cfg_.succs[b])
+        for (BlockId s : code().succs(b))
           for (std::size_t w = 0; w < words_; ++w) out[w] |= live_in[s * words_ + w];
         std::copy(out, out + words_, cur.begin());
-        const auto& instrs = f_.blocks[b].instrs;
-        for (std::size_t i = instrs.size(); i-- > 0;) step_back(instrs[i], cur.data());
+        for (std::uint32_t i = code().block_size(b); i-- > 0;) step_back(b, i, cur.data());
         for (std::size_t w = 0; w < words_; ++w) {
           if (cur[w] != live_in[b * words_ + w]) changed = true;
           live_in[b * words_ + w] = cur[w];
@@ -198,21 +217,75 @@ class Machine {
   }
   static void set_bit(std::uint64_t* bits, Reg r) { bits[r / 64] |= 1ull << (r % 64); }
   static void clear_bit(std::uint64_t* bits, Reg r) { bits[r / 64] &= ~(1ull << (r % 64)); }
-  // live before `in` from live after it.
-  static void step_back(const Instr& in, std::uint64_t* live) {
-    if (in.dst != kNoReg) clear_bit(live, in.dst);
-    for (Reg a : in.args) set_bit(live, a);
+  // live before instruction i of block b from live after it.
+  void step_back(BlockId b, std::uint32_t i, std::uint64_t* live) const {
+    if (code().dst(b, i) != kNoReg) clear_bit(live, code().dst(b, i));
+    code().for_each_use(b, i, [&](Reg a) { set_bit(live, a); });
   }
 
   // The GC at the current instruction (cur_block_, cur_instr_; a callee's GC counts at the call)
   // marks what the frame's live registers hold.
   void mark_live_roots() {
-    const auto& instrs = f_.blocks[cur_block_].instrs;
     roots_.assign(live_out_.begin() + cur_block_ * words_, live_out_.begin() + (cur_block_ + 1) * words_);
-    for (std::size_t i = instrs.size(); i-- > cur_instr_ + 1;) step_back(instrs[i], roots_.data());
-    if (instrs[cur_instr_].dst != kNoReg) clear_bit(roots_.data(), instrs[cur_instr_].dst);
-    for (Reg r = 0; r < f_.num_regs; ++r)
+    for (std::uint32_t i = code().block_size(cur_block_); i-- > cur_instr_ + 1;) step_back(cur_block_, i, roots_.data());
+    if (code().dst(cur_block_, cur_instr_) != kNoReg) clear_bit(roots_.data(), code().dst(cur_block_, cur_instr_));
+    for (Reg r = 0; r < code().num_regs(); ++r)
       if (((roots_[r / 64] >> (r % 64)) & 1) && regs_[r] >= kFirstObject) mark(regs_[r]);
+  }
+
+  const CheckOptions& options_;
+  CheckReport* report_;
+  std::vector<std::uint8_t> kept_;  // per instruction: bit k = operand k's barrier was kept
+  std::vector<std::uint64_t> regs_;
+  std::vector<std::uint64_t> marked_;  // object -> epoch in which it was last marked
+  std::uint32_t max_steps_ = 0;
+  std::uint32_t externals_ = 1;
+  // roots_marked: live registers after each block (words_ words per block), and the scratch
+  // set of one GC's roots; the instruction executing now.
+  std::size_t words_ = 0;
+  std::vector<std::uint64_t> live_out_, roots_;
+  BlockId cur_block_ = 0;
+  std::uint32_t cur_instr_ = 0;
+  std::uint64_t clock_ = 0;
+  std::uint64_t epoch_ = 0;
+  std::uint64_t cache_ = kNull;
+  std::uint64_t next_object_ = kFirstObject;
+  bool forced_ = false;
+  Tape* tape_ = nullptr;
+  Rng* rng_ = nullptr;
+  std::size_t draw_pos_ = 0;
+};
+
+// objprof's IR: opcode semantics (constants are scalars, loads and calls return random objects,
+// calls run their callees' GC points through a CallResolver).
+class IrMachine : public MachineBase<IrMachine> {
+ public:
+  IrMachine(const Function& f, const ElimResult& decisions, const CheckOptions& options, CheckReport* report)
+      : MachineBase(options, report), f_(f), cfg_(CfgAnalysis::run(f)) {
+    instr_base_.resize(f.blocks.size() + 1);
+    std::uint32_t k = 0;
+    for (BlockId b = 0; b < f.blocks.size(); ++b) {
+      instr_base_[b] = k;
+      k += static_cast<std::uint32_t>(f.blocks[b].instrs.size());
+    }
+    instr_base_[f.blocks.size()] = k;
+    init(k);
+    for (const AccessDecision& d : decisions.accesses) {
+      if (d.block < f.blocks.size() && d.kept) kept_[instr_base_[d.block] + d.instr] |= static_cast<std::uint8_t>(1u << d.operand);
+    }
+  }
+
+ private:
+  friend class MachineBase<IrMachine>;
+  std::size_t num_blocks() const { return f_.blocks.size(); }
+  Reg num_regs() const { return f_.num_regs; }
+  std::span<const BlockId> succs(BlockId b) const { return cfg_.succs[b]; }
+  Reg receiver() const { return f_.has_receiver && !f_.params.empty() ? f_.params[0] : kNoReg; }
+  std::uint32_t block_size(BlockId b) const { return static_cast<std::uint32_t>(f_.blocks[b].instrs.size()); }
+  Reg dst(BlockId b, std::uint32_t i) const { return f_.blocks[b].instrs[i].dst; }
+  template <class Fn>
+  void for_each_use(BlockId b, std::uint32_t i, Fn fn) const {
+    for (Reg a : f_.blocks[b].instrs[i].args) fn(a);
   }
 
   // Executes one block; returns true when the function returned.
@@ -224,23 +297,8 @@ class Machine {
       cur_instr_ = i;
       unsigned na = num_accesses(in);
       std::uint8_t kept = kept_[instr_base_[b] + i];
-      for (unsigned k = 0; k < na; ++k) {
-        std::uint64_t obj = regs_[in.args[k]];
-        if (obj < kFirstObject) continue;  // null or scalar: outside the heap, nothing to mark
-        if ((kept >> k) & 1) {
-          if (report_ != nullptr) ++report_->barriers;
-          if (obj != cache_) {
-            cache_ = obj;
-            mark(obj);
-          }
-        }
-        if (report_ != nullptr) ++report_->accesses;
-        if (!marked(obj)) {
-          out->violated = true;
-          out->violation = Violation{b, i, k, in.site, in.args[k], obj, epoch_, {}};
-          return true;
-        }
-      }
+      for (unsigned k = 0; k < na; ++k)
+        if (access(b, i, k, in.site, in.args[k], (kept >> k) & 1, out)) return true;
       switch (in.op) {
         case Opcode::kConst:
         case Opcode::kBinary:
@@ -285,7 +343,6 @@ class Machine {
     }
     return false;
   }
-
   // A call: its callees' GC points when the resolver knows them, else its own flag.
   void call(const Instr& in, std::uint32_t depth, bool* gc_here) {
     if (options_.calls == nullptr) {
@@ -334,28 +391,73 @@ class Machine {
   std::vector<std::vector<const Function*>> callees_;  // per call depth
   std::uint32_t budget_ = 0;
   Cfg cfg_;
-  const CheckOptions& options_;
-  CheckReport* report_;
   std::vector<std::uint32_t> instr_base_;
-  std::vector<std::uint8_t> kept_;
-  std::vector<std::uint64_t> regs_;
-  std::vector<std::uint64_t> marked_;  // object -> epoch in which it was last marked
-  std::uint32_t max_steps_ = 0;
-  std::uint32_t externals_ = 1;
-  // roots_marked: live registers after each block (words_ words per block), and the scratch
-  // set of one GC's roots; the instruction executing now.
-  std::size_t words_ = 0;
-  std::vector<std::uint64_t> live_out_, roots_;
-  BlockId cur_block_ = 0;
-  std::uint32_t cur_instr_ = 0;
-  std::uint64_t clock_ = 0;
-  std::uint64_t epoch_ = 0;
-  std::uint64_t cache_ = kNull;
-  std::uint64_t next_object_ = kFirstObject;
-  bool forced_ = false;
-  Tape* tape_ = nullptr;
-  Rng* rng_ = nullptr;
-  std::size_t draw_pos_ = 0;
+};
+
+// A VM's FunctionShape: a definition that is neither a copy nor an allocation holds a random
+// object (what the VM loads or computes is unknown); kMayGc instructions may collect after
+// their accesses, kAllocates ones after their GC hand out a fresh object, kResultMarked ones
+// a marked object; kReturns ends the run (and is checked under verify_returns).
+class ShapeMachine : public MachineBase<ShapeMachine> {
+ public:
+  ShapeMachine(const FunctionShape& s, const ElimResult& decisions, const CheckOptions& options, CheckReport* report)
+      : MachineBase(options, report), s_(s) {
+    init(s.num_instrs());
+    for (const AccessDecision& d : decisions.accesses) {
+      if (d.block < s.num_blocks() && d.kept && s.block_begin[d.block] + d.instr < s.num_instrs())
+        kept_[s.block_begin[d.block] + d.instr] |= static_cast<std::uint8_t>(1u << d.operand);
+    }
+  }
+
+ private:
+  friend class MachineBase<ShapeMachine>;
+  std::size_t num_blocks() const { return s_.num_blocks(); }
+  Reg num_regs() const { return s_.num_regs; }
+  std::span<const BlockId> succs(BlockId b) const { return s_.succs[b]; }
+  Reg receiver() const { return s_.receiver; }
+  std::uint32_t block_size(BlockId b) const { return s_.block_begin[b + 1] - s_.block_begin[b]; }
+  Reg dst(BlockId b, std::uint32_t i) const { return s_.dst[s_.block_begin[b] + i]; }
+  template <class Fn>
+  void for_each_use(BlockId b, std::uint32_t i, Fn fn) const {
+    for (Reg a : s_.operands(s_.block_begin[b] + i)) fn(a);
+  }
+
+  bool run_block(BlockId b, Outcome* out, bool* gc_here) {
+    for (std::uint32_t i = 0; i < block_size(b); ++i) {
+      const InstrId id = s_.block_begin[b] + i;
+      cur_block_ = b;
+      cur_instr_ = i;
+      const std::span<const Reg> uses = s_.operands(id);
+      const std::uint8_t kept = kept_[id];
+      for (unsigned k = 0; k < uses.size() && k <= FunctionShape::kMaxAccessedOperand; ++k)
+        if (((s_.accessed[id] >> k) & 1) && access(b, i, k, s_.site[id], uses[k], (kept >> k) & 1, out)) return true;
+      if (s_.returns_value(id)) {
+        if (options_.verify_returns && !uses.empty()) {
+          std::uint64_t obj = regs_[uses[0]];
+          if (obj >= kFirstObject && !marked(obj)) {
+            out->violated = true;
+            out->violation = Violation{b, i, 0, kNoSite, uses[0], obj, epoch_, {}};
+          }
+        }
+        return true;
+      }
+      if (s_.may_gc(id)) maybe_gc(gc_here);
+      const Reg d = s_.dst[id];
+      if (d == kNoReg) continue;
+      if (s_.is_copy(id)) {
+        regs_[d] = regs_[uses[0]];
+      } else if (s_.allocates(id)) {
+        regs_[d] = next_object_++;
+        if (options_.allocation_marks) mark(regs_[d]);
+      } else {
+        regs_[d] = random_object();
+        if (s_.result_marked(id) && regs_[d] >= kFirstObject) mark(regs_[d]);
+      }
+    }
+    return false;
+  }
+
+  const FunctionShape& s_;
 };
 
 // Tape without steps (from, to] (blocks of steps `from` and `to` are equal).
@@ -383,12 +485,13 @@ Tape truncate(const Tape& t, std::size_t last_step) {
   return r;
 }
 
-}  // namespace
-
-CheckReport check_function(const Function& f, const ElimResult& decisions, const CheckOptions& options) {
+// Random runs until the first violation, which is shrunk (cycles cut, GCs turned off while it
+// still violates) and replayed for its path.
+template <class M, class Code>
+CheckReport run_checks(const Code& f, std::size_t num_blocks, const ElimResult& decisions, const CheckOptions& options) {
   CheckReport report;
-  if (f.blocks.empty()) return report;
-  Machine m(f, decisions, options, &report);
+  if (num_blocks == 0) return report;
+  M m(f, decisions, options, &report);
   Rng rng(options.seed);
   Tape tape;
   for (std::uint32_t p = 0; p < options.paths; ++p) {
@@ -397,7 +500,7 @@ CheckReport check_function(const Function& f, const ElimResult& decisions, const
     if (!o.violated) continue;
     Tape best = truncate(tape, o.violation_step);
     if (options.minimize) {
-      Machine quiet(f, decisions, options, nullptr);
+      M quiet(f, decisions, options, nullptr);
       auto still_violates = [&](Tape* t) {
         Outcome r = quiet.execute(t, true, nullptr, nullptr);
         if (!r.valid || !r.violated) return false;
@@ -409,7 +512,7 @@ CheckReport check_function(const Function& f, const ElimResult& decisions, const
       while (progress && budget > 0) {
         progress = false;
         // Cut the latest cycle first: steps i < j with the same block.
-        std::vector<std::size_t> last_seen(f.blocks.size(), SIZE_MAX);
+        std::vector<std::size_t> last_seen(num_blocks, SIZE_MAX);
         for (std::size_t j = 0; j < best.steps.size() && budget > 0; ++j) {
           std::size_t i = last_seen[best.steps[j].block];
           last_seen[best.steps[j].block] = j;
@@ -432,7 +535,7 @@ CheckReport check_function(const Function& f, const ElimResult& decisions, const
       }
     }
     std::vector<PathStep> trace;
-    Machine replay(f, decisions, options, nullptr);
+    M replay(f, decisions, options, nullptr);
     Outcome final_outcome = replay.execute(&best, true, nullptr, &trace);
     if (!final_outcome.violated) final_outcome = o;  // cannot happen; keep the original
     report.violation = final_outcome.violation;
@@ -440,6 +543,16 @@ CheckReport check_function(const Function& f, const ElimResult& decisions, const
     break;
   }
   return report;
+}
+
+}  // namespace
+
+CheckReport check_function(const Function& f, const ElimResult& decisions, const CheckOptions& options) {
+  return run_checks<IrMachine>(f, f.blocks.size(), decisions, options);
+}
+
+CheckReport check_shape(const FunctionShape& shape, const ElimResult& decisions, const CheckOptions& options) {
+  return run_checks<ShapeMachine>(shape, shape.num_blocks(), decisions, options);
 }
 
 std::string format_violation(const Function& f, const Violation& v) {
@@ -450,6 +563,16 @@ std::string format_violation(const Function& f, const Violation& v) {
   for (std::size_t i = 0; i < v.path.size(); ++i) {
     fmt::format_to(out, "{}{}{}", i ? " -> " : " ", f.blocks[v.path[i].block].name, v.path[i].gc ? " [gc]" : "");
   }
+  return s;
+}
+
+std::string format_violation(const Violation& v) {
+  const std::string where = v.site == kNoSite ? std::string("return") : fmt::format("site #{}", v.site);
+  std::string s = fmt::format("{} (block {}, r{}): object o{} not marked in epoch {}; path:", where, v.block, v.reg,
+                              v.object, v.epoch);
+  auto out = std::back_inserter(s);
+  for (std::size_t i = 0; i < v.path.size(); ++i)
+    fmt::format_to(out, "{}{}{}", i ? " -> " : " ", v.path[i].block, v.path[i].gc ? " [gc]" : "");
   return s;
 }
 

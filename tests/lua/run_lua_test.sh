@@ -14,7 +14,8 @@
 #   run_lua_test.sh dump    BIN                   string.dump under barrier elimination writes what
 #                                                  stock Lua writes (standard opcodes only)
 # The diff mode also runs objprof-lua-check with barrier elimination (OBJPROF_LUA_ELIM=1): the
-# same output, and no access made barrier-free finds its object unmarked.
+# same output, no access made barrier-free finds its object unmarked, and the static checker
+# (check_shape) finds no violation in any prototype's decisions.
 # BIN is the build's bin directory. EMULATOR (e.g. "qemu-aarch64 -L / -cpu max") prefixes every
 # program run, for the arm64 build.
 set -euo pipefail
@@ -76,7 +77,8 @@ case "$mode" in
         exit 1
       fi
       read -r violations unbarriered <<<"$(check_counts "$work/elim.err")"
-      if [[ "${violations:-x}" != 0 ]] || grep -v '^objprof: stats:' "$work/elim.err" | grep -q "protocol error"; then
+      if [[ "${violations:-x}" != 0 ]] || grep -v '^objprof: stats:' "$work/elim.err" | grep -q "protocol error" ||
+         ! grep -q '^objprof: static check: .*, 0 with a violation$' "$work/elim.err"; then
         echo "FAIL ($gc, elimination): violations '${violations:-none reported}':"; cat "$work/elim.err"; exit 1
       fi
       elim_note="$(sed -n 's/^objprof: elim: .* \([0-9]*\) table-access sites, \([0-9]*\) rewritten.*/\2 of \1 sites barrier-free/p' "$work/elim.err"), $unbarriered accesses without a barrier, 0 violations"

@@ -24,6 +24,7 @@
 
 #include "objprof/ir/call_resolver.h"
 #include "objprof/ir/elim.h"
+#include "objprof/ir/function_shape.h"
 #include "objprof/ir/ir.h"
 
 #include <cstdint>
@@ -92,8 +93,18 @@ struct CheckReport {
 // `decisions` must come from a pass run on `f` (or make_all_kept(f)); `f` must verify.
 CheckReport check_function(const Function& f, const ElimResult& decisions, const CheckOptions& options);
 
+// The same checker on a VM's own description of a function (the front door): no opcodes,
+// only what the shape says. A definition that is neither a copy nor an allocation holds a
+// random object; kMayGc instructions may collect after their accesses; kAllocates ones hand
+// out a fresh object after any GC; kResultMarked ones a marked one; kReturns ends the run
+// (its object checked under verify_returns). Calls have no callees here: `calls` is ignored.
+// `decisions` must come from the global pass (or make_all_kept) on `shape`.
+CheckReport check_shape(const FunctionShape& shape, const ElimResult& decisions, const CheckOptions& options);
+
 // "site #7 (block b3, v2): object o12 not marked in epoch 1; path: entry -> b1 [gc] -> b3"
 std::string format_violation(const Function& f, const Violation& v);
+// A shape's blocks have no names: "site #7 (block 3, r2): ...; path: 0 -> 1 [gc] -> 3"
+std::string format_violation(const Violation& v);
 
 // Checker options matching a pass's safepoint contract: exact passes are checked with GCs at
 // safepoints, paper-mode passes without.
