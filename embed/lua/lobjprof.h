@@ -35,9 +35,11 @@ struct GlobalHook {
   objprof::BarrierSlot slot;  // the cache, first: the barrier's hit path reads only this
   const objprof::BarrierDescriptor* space;
   Vm* vm;  // null: objprof is not (or no longer) attached to this state
-  // Barrier elimination is on (OBJPROF_LUA_ELIM): atomic() marks the frames' registers and
-  // writes into another frame's registers mark what they write (objprof_lua_elim.cc).
+  // Barrier elimination is on (OBJPROF_LUA_ELIM): atomic() and thread switches mark the
+  // frames' registers and upvalues, and writes into another frame's registers or a shared
+  // upvalue mark what they write (objprof_lua_elim.h).
   bool root_marks;
+  bool upvalue_marks;  // false only under OBJPROF_LUA_ELIM_FAULT=no-upvalue-marks
   bool frame_write_marks;
 #if defined(LUA_OBJPROF_CHECK)
   // objprof-lua-check: barriers run, accesses that ran without one, and those of them whose
@@ -67,6 +69,7 @@ void* allocator_ud(void* lua_default);
 void on_newproto(lua_State* L, Proto* p);                // the pass over a loaded chunk's prototypes
 void on_stackroots(global_State* g, lua_State* th);      // root marks: th's registers, in atomic()
 void on_resume(lua_State* L);                            // ... or a suspended coroutine's, at resume
+void on_resumed(lua_State* from);                        // the resumer continues after lua_resume
 void on_framewrite(lua_State* L, const TValue* v);        // a write into another frame's register
 void check_unbarriered(lua_State* L, const GCObject* o);  // objprof-lua-check: o must be marked
 
@@ -93,6 +96,7 @@ OBJPROF_ALWAYS_INLINE void access(GlobalHook& hook, const void* obj) noexcept {
 #define luai_objprof_newproto(L,p)	objprof_lua::on_newproto(L, p)
 #define luai_objprof_stackroots(g,th)	((g)->objprof.root_marks ? objprof_lua::on_stackroots(g, th) : (void)0)
 #define luai_objprof_resume(L)	(G(L)->objprof.root_marks ? objprof_lua::on_resume(L) : (void)0)
+#define luai_objprof_resumed(from)	((from) && G(from)->objprof.root_marks ? objprof_lua::on_resumed(from) : (void)0)
 #define luai_objprof_framewrite(L,v)	\
   (G(L)->objprof.frame_write_marks && iscollectable(v) ? objprof_lua::on_framewrite(L, v) : (void)0)
 #if defined(LUA_OBJPROF_CHECK)

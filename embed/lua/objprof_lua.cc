@@ -421,15 +421,29 @@ void init(GlobalHook& hook, Alloc frealloc, void* ud) noexcept {
     hook.space = vm->space;
     hook.root_marks = vm->opt.elim && vm->opt.fault != Options::Fault::kNoRootMarks;
     hook.frame_write_marks = vm->opt.elim && vm->opt.fault != Options::Fault::kNoFrameWrites;
+    hook.upvalue_marks = vm->opt.fault != Options::Fault::kNoUpvalueMarks;
   } else {  // a state with another allocator is not profiled
     hook.vm = nullptr;
     hook.space = &empty_space();
-    hook.root_marks = hook.frame_write_marks = false;
+    hook.root_marks = hook.frame_write_marks = hook.upvalue_marks = false;
   }
 #if defined(LUA_OBJPROF_CHECK)
   hook.barriers = hook.unbarriered = hook.violations = 0;
 #endif
 }
+
+namespace {
+
+// Outside atomic(): the bit, as the barrier would set it (without disturbing the cache).
+void mark_now(Vm& vm, const GCObject* o) {
+  const objprof::BarrierDescriptor& d = *vm.space;
+  const Address offset = reinterpret_cast<Address>(o) - d.begin;
+  if (offset < d.size)
+    objprof::AccessBitmap::mark_granule<objprof::MarkMode::kRacy>(d.bitmap.load(std::memory_order_relaxed),
+                                                                  offset >> d.log2_granule);
+}
+
+}  // namespace
 
 void on_newobj(lua_State* L, GCObject* o, std::size_t size) {
   Vm* vm = vm_of(L);
@@ -446,11 +460,7 @@ void on_newobj(lua_State* L, GCObject* o, std::size_t size) {
   // OP_NEWTABLE). Only tables: no other new object is an access the pass describes, and
   // strings are most allocations.
   // The bit alone, not the barrier: the cache keeps the object the program last accessed.
-  if (o->tt == LUA_VTABLE && vm->elim) {
-    const objprof::BarrierDescriptor& d = *vm->space;
-    objprof::AccessBitmap::mark_granule<objprof::MarkMode::kRacy>(d.bitmap.load(std::memory_order_relaxed),
-                                                                  (addr - d.begin) >> d.log2_granule);
-  }
+  if (o->tt == LUA_VTABLE && vm->elim) mark_now(*vm, o);
 }
 
 void on_free(lua_State* L, GCObject* o) {
@@ -515,11 +525,26 @@ void on_newproto(lua_State* L, Proto* p) {
   }
 }
 
-// Root marks. A frame's registers must be marked in every epoch in which the frame runs (an
-// access the pass made barrier-free may follow). The running thread, and every other thread
-// that is not a suspended coroutine (a coroutine that resumed another, a thread a C function
-// calls into), may run right after atomic(): marked now. A suspended coroutine runs again only
-// through lua_resume: marked there, if it ever is.
+namespace {
+
+// Calls mark(object) for the value of every upvalue of every Lua frame of th.
+template <class Mark>
+void for_each_frame_upvalue(lua_State* th, Mark&& mark) {
+  for (CallInfo* ci = th->ci; ci != nullptr && ci != &th->base_ci; ci = ci->previous) {
+    if (!isLua(ci)) continue;
+    const LClosure* cl = clLvalue(s2v(ci->func));
+    for (int k = 0; k < cl->nupvalues; ++k)
+      if (cl->upvals[k] != nullptr && iscollectable(cl->upvals[k]->v)) mark(gcvalue(cl->upvals[k]->v));
+  }
+}
+
+}  // namespace
+
+// Root marks. A frame's registers, and the upvalues its closure reads, must be marked in every
+// epoch in which the frame runs (an access the pass made barrier-free may follow). The running
+// thread, and every other thread that is not a suspended coroutine (a coroutine that resumed
+// another, a thread a C function calls into), may run right after atomic(): marked now. A
+// suspended coroutine runs again only through lua_resume: marked there, if it ever is.
 void on_stackroots(global_State* g, lua_State* th) {
   Vm* vm = g->objprof.vm;
   if (!vm || vm->closed) return;
@@ -529,13 +554,26 @@ void on_stackroots(global_State* g, lua_State* th) {
   }
   for (StkId o = th->stack; o < th->top; ++o)
     if (iscollectable(s2v(o))) vm->prof->on_root(reinterpret_cast<Address>(gcvalue(s2v(o))));
+  if (g->objprof.upvalue_marks)
+    for_each_frame_upvalue(th, [&](const GCObject* o) { vm->prof->on_root(reinterpret_cast<Address>(o)); });
 }
 
+// A thread runs again after other threads ran: they may have written the registers that its
+// closures' open upvalues point to (their own locals, written without a mark), so the values
+// its frames' upvalues hold now are marked. Its own registers change only through marked
+// writes, but may be owed their root marks (a GC came while it was suspended).
 void on_resume(lua_State* L) {
   Vm* vm = vm_of(L);
-  if (!vm || vm->roots_at_resume.empty() || vm->roots_at_resume.erase(L) == 0) return;
-  for (StkId o = L->stack; o < L->top; ++o)
-    if (iscollectable(s2v(o))) access(G(L)->objprof, gcvalue(s2v(o)));
+  if (!vm) return;
+  if (!vm->roots_at_resume.empty() && vm->roots_at_resume.erase(L) != 0)
+    for (StkId o = L->stack; o < L->top; ++o)
+      if (iscollectable(s2v(o))) mark_now(*vm, gcvalue(s2v(o)));
+  if (G(L)->objprof.upvalue_marks) for_each_frame_upvalue(L, [&](const GCObject* o) { mark_now(*vm, o); });
+}
+
+void on_resumed(lua_State* from) {
+  Vm* vm = vm_of(from);
+  if (vm && G(from)->objprof.upvalue_marks) for_each_frame_upvalue(from, [&](const GCObject* o) { mark_now(*vm, o); });
 }
 
 void on_framewrite(lua_State* L, const TValue* v) {

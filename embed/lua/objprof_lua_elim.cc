@@ -26,6 +26,8 @@ namespace {
 // The barrier-free variant of a rewritable access opcode, or -1.
 int barrier_free(OpCode op) {
   switch (op) {
+    case OP_GETTABUP: return OP_GETTABUP_NB;
+    case OP_SETTABUP: return OP_SETTABUP_NB;
     case OP_GETTABLE: return OP_GETTABLE_NB;
     case OP_GETI: return OP_GETI_NB;
     case OP_GETFIELD: return OP_GETFIELD_NB;
@@ -58,11 +60,16 @@ Next next_of(const Proto* p, int pc) {
 
 // One prototype's instructions as shape instructions. Every register an instruction may
 // write is a definition (a fresh value: sound whatever the register held); an instruction
-// that writes several gets one extra definition per further register.
+// that writes several gets one extra definition per further register. The closure's upvalues
+// are registers too, after the frame's (upvalue(k)): OP_GETTABUP and OP_SETTABUP access them,
+// OP_SETUPVAL defines them, nothing else changes them without a mark (objprof_lua_elim.h).
 class Describer {
  public:
   Describer(const Proto* p, FunctionShapeBuilder& b)
-      : p_(p), b_(b), regs_(static_cast<Reg>(std::max<int>(p->maxstacksize, 1))) {}
+      : p_(p), b_(b), regs_(frame_size(p)) {}
+
+  static Reg frame_size(const Proto* p) { return static_cast<Reg>(std::max<int>(p->maxstacksize, 1)); }
+  static Reg num_regs(const Proto* p) { return frame_size(p) + static_cast<Reg>(std::max(p->sizeupvalues, 0)); }
 
   void instruction(int pc) {
     const Instruction i = p_->code[pc];
@@ -78,9 +85,14 @@ class Describer {
         plain(a, {});
         break;
       case OP_LOADNIL: define_range(a, a + static_cast<Reg>(GETARG_B(i)) + 1); break;
-      case OP_SETUPVAL: plain(kNoReg, {a}); break;
-      case OP_GETTABUP: b_.add_instr(a, {}, 0, kRuns); break;
-      case OP_SETTABUP: b_.add_instr(kNoReg, rk(i), 0, kRuns); break;
+      case OP_SETUPVAL: plain(upvalue(GETARG_B(i)), {a}); break;
+      case OP_GETTABUP: access(pc, a, {upvalue(GETARG_B(i))}, kRuns); break;
+      case OP_SETTABUP: {
+        std::vector<Reg> u{upvalue(a)};
+        if (!GETARG_k(i)) u.push_back(reg(GETARG_C(i)));
+        access(pc, kNoReg, u, kRuns);
+        break;
+      }
       case OP_GETTABLE: access(pc, a, {reg(GETARG_B(i)), reg(GETARG_C(i))}, kRuns); break;
       case OP_GETI: case OP_GETFIELD: access(pc, a, {reg(GETARG_B(i))}, kRuns); break;
       case OP_SETTABLE: {
@@ -173,17 +185,19 @@ class Describer {
       case OP_VARARGPREP: b_.add_instr(kNoReg, {}, 0, kRuns); break;  // moves the frame, values stay
       default:  // an opcode this describer does not know: it writes anything and runs anything
         b_.add_instr(kNoReg, {}, 0, kRuns);
-        define_range(0, regs_);
+        define_range(0, num_regs(p_));
         break;
     }
   }
-
-  Reg num_regs() const { return regs_; }
 
  private:
   // A register past the frame (a malformed chunk) fails the shape's verification, and the
   // prototype keeps all its barriers.
   static Reg reg(int r) { return static_cast<Reg>(r); }
+  // Upvalue k's register; past the closure's upvalues (a malformed chunk), past every register.
+  Reg upvalue(int k) const {
+    return k < p_->sizeupvalues ? regs_ + static_cast<Reg>(k) : num_regs(p_) + static_cast<Reg>(k);
+  }
   std::vector<Reg> range(Reg from, Reg to) const {
     std::vector<Reg> out;
     for (Reg r = from; r < std::min(to, regs_); ++r) out.push_back(r);
@@ -201,8 +215,9 @@ class Describer {
   void access(int pc, Reg dst, std::initializer_list<Reg> uses, std::uint8_t flags) {
     access(pc, dst, std::vector<Reg>(uses), flags);
   }
+  // Frame registers [from, to) (clamped to the frame), or every register for the default case.
   void define_range(Reg from, Reg to) {
-    for (Reg r = from; r < std::min(to, regs_); ++r) b_.add_instr(r, {}, 0, 0);
+    for (Reg r = from; r < std::min(to, num_regs(p_)); ++r) b_.add_instr(r, {}, 0, 0);
   }
 
   const Proto* p_;
@@ -241,7 +256,7 @@ objprof::Result<FunctionShape> describe_proto(const Proto* p) {
     if (leader[static_cast<std::size_t>(pc)]) ++blocks;
     block_at[static_cast<std::size_t>(pc)] = blocks - 1;
   }
-  FunctionShapeBuilder b(static_cast<std::uint32_t>(std::max<int>(p->maxstacksize, 1)));
+  FunctionShapeBuilder b(Describer::num_regs(p));
   Describer d(p, b);
   b.begin_block();
   b.add_successor(1);

@@ -6,15 +6,20 @@
 //
 // What the pass may assume, and what objprof-lua does to make it true (docs/embedding.md):
 // - Root marks (ElimOptions::roots_marked): atomic() marks every object in a live frame's
-//   registers in the epoch it starts (on_stackroots, from traversethread), so a metamethod, a
-//   finalizer, a hook or a call that runs the collector ends no availability.
+//   registers, and what its closure's upvalues hold, in the epoch it starts (on_stackroots, from
+//   traversethread; a suspended coroutine's at its resume), so a metamethod, a finalizer, a
+//   hook or a call that runs the collector ends no availability.
 // - Registers change only where the bytecode says so, or by a write that marks what it writes:
 //   SETUPVAL into an open upvalue, lua_setupvalue, lua_setlocal (on_framewrite). Copies are not
 //   trusted (a MOVE defines a new value): another frame may write one register of a pair.
+// - A closure's upvalues are registers after the frame's: OP_GETTABUP/OP_SETTABUP (mostly
+//   _ENV, the globals) access them, OP_SETUPVAL defines them. Other writes mark what they write
+//   (SETUPVAL from another closure, lua_setupvalue, lua_upvaluejoin), except one: the frame that
+//   owns an open upvalue writing its own local, which needs another thread to run while the
+//   closure's frame waits. So a thread that runs again after others (lua_resume's entry for
+//   the resumed thread, its exit for the resumer) marks what its frames' upvalues hold.
 // - Allocation marks (ElimOptions::allocation_marks): the allocation hook marks every new
 //   table (objprof_lua.cc, on_newobj), so OP_NEWTABLE's table is available at once.
-// - Upvalue tables (GETTABUP/SETTABUP, mostly _ENV) are not described: any code that runs may
-//   change an upvalue, and every table access may run code (metamethods).
 #pragma once
 
 #include <objprof/ir/analysis.h>

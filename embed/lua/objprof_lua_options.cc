@@ -92,9 +92,10 @@ objprof::Result<Options> options_from_environment() {
 #endif
     if (f == "no-root-marks") o.fault = Options::Fault::kNoRootMarks;
     else if (f == "no-frame-writes") o.fault = Options::Fault::kNoFrameWrites;
+    else if (f == "no-upvalue-marks") o.fault = Options::Fault::kNoUpvalueMarks;
     else
       return objprof::make_error(objprof::ErrorCode::kInvalidArgument,
-                                 fmt::format("OBJPROF_LUA_ELIM_FAULT='{}': use no-root-marks or no-frame-writes", f));
+                                 fmt::format("OBJPROF_LUA_ELIM_FAULT='{}': use no-root-marks, no-frame-writes or no-upvalue-marks", f));
     if (!o.elim)
       return objprof::make_error(objprof::ErrorCode::kInvalidArgument, "OBJPROF_LUA_ELIM_FAULT needs OBJPROF_LUA_ELIM=1");
   }

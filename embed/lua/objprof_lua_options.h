@@ -29,7 +29,7 @@ struct Options {
   bool elim = false;
   // OBJPROF_LUA_ELIM_FAULT (objprof-lua-check only, for tests): break one promise on purpose so
   // that the checker must report violations.
-  enum class Fault { kNone, kNoRootMarks, kNoFrameWrites };
+  enum class Fault { kNone, kNoRootMarks, kNoFrameWrites, kNoUpvalueMarks };
   Fault fault = Fault::kNone;
 };
 

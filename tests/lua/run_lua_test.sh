@@ -138,7 +138,7 @@ case "$mode" in
     # --elim: the pass runs on what Lua loads and rewrites what it removes.
     printf 'local t = {} for i = 1, 3 do t.x = i; t.y = t.x end print(t.y)\n' >"$work/e.lua"
     out="$(OBJPROF_LUA_STATS=1 "${emu[@]}" "$bin/objprof" lua --elim "$work/e.lua" 2>&1)"
-    [[ "$out" == 3* && "$out" == *"objprof: elim: 1 prototypes"*" 4 table-access sites, 4 rewritten"* ]] ||
+    [[ "$out" == 3* && "$out" == *"objprof: elim: 1 prototypes"*" 5 table-access sites, 4 rewritten"* ]] ||
       { echo "FAIL: objprof lua --elim gave:"; echo "$out"; exit 1; }
     for bad in "--heap=12Q" "--min-size=-1" "--stale-after=0" "--gc=copying"; do
       if "${emu[@]}" "$bin/objprof" lua "$bad" "$work/s.lua" >"$work/out" 2>&1; then echo "FAIL: $bad accepted"; exit 1; fi
