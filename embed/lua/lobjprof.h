@@ -104,6 +104,13 @@ OBJPROF_ALWAYS_INLINE void access(GlobalHook& hook, const void* obj) noexcept {
 #else
 #define luai_objprof_unbarriered(L,o)	((void)0)
 #endif
+// A call's access of the closure it calls. With barrier elimination's root marks, a Lua frame
+// that calls its own closure (recursion) needs no barrier: the closure sits in the frame's
+// function slot, so it was root-marked at the last atomic() or accessed by the call that
+// started the frame (or by the first call of the recursion) in this epoch.
+#define luai_objprof_call(L,ci,func)	\
+  ((G(L)->objprof.root_marks && isLua(ci) && clLvalue(s2v((ci)->func)) == clLvalue(s2v(func))) \
+     ? luai_objprof_unbarriered(L, gcvalue(s2v(func))) : luai_objprof_access(L, gcvalue(s2v(func))))
 
 #endif  // LUA_OBJPROF
 #endif  // lobjprof_h

@@ -419,7 +419,7 @@ void init(GlobalHook& hook, Alloc frealloc, void* ud) noexcept {
     Vm* vm = static_cast<Vm*>(ud);
     hook.vm = vm;
     hook.space = vm->space;
-    hook.root_marks = vm->opt.elim && vm->opt.fault != Options::Fault::kNoRootMarks;
+    hook.root_marks = vm->opt.elim;
     hook.frame_write_marks = vm->opt.elim && vm->opt.fault != Options::Fault::kNoFrameWrites;
     hook.upvalue_marks = vm->opt.fault != Options::Fault::kNoUpvalueMarks;
   } else {  // a state with another allocator is not profiled
@@ -552,8 +552,9 @@ void on_stackroots(global_State* g, lua_State* th) {
     vm->roots_at_resume.insert(th);
     return;
   }
-  for (StkId o = th->stack; o < th->top; ++o)
-    if (iscollectable(s2v(o))) vm->prof->on_root(reinterpret_cast<Address>(gcvalue(s2v(o))));
+  if (vm->opt.fault != Options::Fault::kNoRootMarks)
+    for (StkId o = th->stack; o < th->top; ++o)
+      if (iscollectable(s2v(o))) vm->prof->on_root(reinterpret_cast<Address>(gcvalue(s2v(o))));
   if (g->objprof.upvalue_marks)
     for_each_frame_upvalue(th, [&](const GCObject* o) { vm->prof->on_root(reinterpret_cast<Address>(o)); });
 }
@@ -565,7 +566,7 @@ void on_stackroots(global_State* g, lua_State* th) {
 void on_resume(lua_State* L) {
   Vm* vm = vm_of(L);
   if (!vm) return;
-  if (!vm->roots_at_resume.empty() && vm->roots_at_resume.erase(L) != 0)
+  if (!vm->roots_at_resume.empty() && vm->roots_at_resume.erase(L) != 0 && vm->opt.fault != Options::Fault::kNoRootMarks)
     for (StkId o = L->stack; o < L->top; ++o)
       if (iscollectable(s2v(o))) mark_now(*vm, gcvalue(s2v(o)));
   if (G(L)->objprof.upvalue_marks) for_each_frame_upvalue(L, [&](const GCObject* o) { mark_now(*vm, o); });

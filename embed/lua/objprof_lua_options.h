@@ -28,7 +28,8 @@ struct Options {
   // frame's registers, and the allocator's marks.
   bool elim = false;
   // OBJPROF_LUA_ELIM_FAULT (objprof-lua-check only, for tests): break one promise on purpose so
-  // that the checker must report violations.
+  // that the checker must report violations: no-root-marks (the frames' registers are not
+  // marked at atomic() or at resume), no-frame-writes, no-upvalue-marks.
   enum class Fault { kNone, kNoRootMarks, kNoFrameWrites, kNoUpvalueMarks };
   Fault fault = Fault::kNone;
 };
