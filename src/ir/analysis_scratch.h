@@ -57,7 +57,7 @@ struct GlobalPassScratch {
     // call returned it marked; kReturn: the function returns it.
     enum Kind : std::uint8_t { kAccess, kGc, kDef, kMark, kMarkResult, kReturn } kind;
     Reg reg;        // kDef: the register defined
-    ValueId value;  // kAccess, kMark*, kReturn: copy root of the value; kDef: the defined value
+    ValueId value;  // copy root of the value accessed, marked, returned or defined
     SiteId site;    // kAccess
   };
   // mark_[value] == stamp: the value's object is marked at the current point of the walk.
@@ -82,6 +82,7 @@ struct GlobalPassScratch {
   std::uint32_t entry_epoch = 0;                    // summarize(): the stamp of the block at hand
   std::vector<std::uint32_t> entry_stamp;           // summarize(): per value
   std::vector<Reg> entry_head, next_same_root;
+  std::vector<ValueId> entry_root;                  // summarize(): per register, of the block at hand
 };
 
 struct AnalysisScratch {

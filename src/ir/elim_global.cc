@@ -55,8 +55,7 @@ class GlobalSolver {
     // An origin is read only where the value's mark carries the current stamp, which writes it.
     origin_.resize(ssa_.values.size());
     cur_.resize(R_);
-    compile_steps();
-    summarize();
+    compile_and_summarize();
     // Greatest fixed point: start from "everything available" except at the entry.
     out_bits_.assign(n * W_, ~0ull);
     std::vector<std::uint64_t>& in = scratch_.in;
@@ -78,8 +77,13 @@ class GlobalSolver {
         meet(b, entry, in.data());
         transfer_summary(b, in.data(), out.data());
         std::uint64_t* stored = out_bits_.data() + static_cast<std::size_t>(b) * W_;
-        if (!std::equal(out.begin(), out.end(), stored)) {
-          std::copy(out.begin(), out.end(), stored);
+        // A word loop, not std::equal: that is a memcmp call per visit for one or two words.
+        bool changed = false;
+        for (std::size_t w = 0; w < W_; ++w) {
+          changed |= out[w] != stored[w];
+          stored[w] = out[w];
+        }
+        if (changed) {
           for (BlockId s : cfg_.succs[b]) {
             dirty[s] = 1;
             if (cfg_.rpo_index[s] <= cfg_.rpo_index[b]) again = true;
@@ -177,13 +181,13 @@ class GlobalSolver {
       }
     }
     if (out == nullptr) return;
-    for (Reg r = 0; r < R_; ++r) cur_[r] = ssa_.entry_values[base + r];
+    for (Reg r = 0; r < R_; ++r) cur_[r] = ssa_.copy_root[ssa_.entry_values[base + r]];
     for (std::uint32_t k = step_begin_[b]; k < step_begin_[b + 1]; ++k) {
       if (steps_[k].kind == Step::kDef) cur_[steps_[k].reg] = steps_[k].value;
     }
     std::fill(out, out + W_, 0ull);
     for (Reg r = 0; r < R_; ++r) {
-      if (mark_[ssa_.copy_root[cur_[r]]] == s) out[r / 64] |= 1ull << (r % 64);
+      if (mark_[cur_[r]] == s) out[r / 64] |= 1ull << (r % 64);
     }
   }
 
@@ -194,77 +198,119 @@ class GlobalSolver {
   // available if some entry register r was and r held, at the entry, the object r' holds at
   // the exit (the same copy root); r' == r goes to `keep`, other pairs (copies) are listed.
   // A sweep then costs a few words per block instead of a walk over its instructions.
-  void summarize() {
+  //
+  // Each block's steps are compiled and summarized in one visit, while they are in cache.
+  void compile_and_summarize() {
     const std::size_t n = shape_.num_blocks();
-    gen_.assign(n * W_, 0);
-    keep_.assign(n * W_, 0);
+    step_begin_.assign(n + 1, 0);
+    steps_.clear();
+    steps_.reserve(shape_.num_instrs() + shape_.num_instrs() / 2);
+    // Every reachable block's words are written below; unreachable ones are never read.
+    gen_.resize(n * W_);
+    keep_.resize(n * W_);
     extra_begin_.assign(n + 1, 0);
     extra_.clear();
-    std::vector<std::uint32_t>& entry_stamp = scratch_.entry_stamp;
-    std::vector<Reg>& entry_head = scratch_.entry_head;
-    std::vector<Reg>& next_same_root = scratch_.next_same_root;
     // entry_head[root] is valid while entry_stamp[root] holds the block's stamp; stamps grow
     // across blocks and functions, so neither array is cleared.
-    entry_stamp.resize(ssa_.values.size(), 0);
-    entry_head.resize(ssa_.values.size());
-    next_same_root.assign(R_, kNoReg);
+    scratch_.entry_stamp.resize(ssa_.values.size(), 0);
+    scratch_.entry_head.resize(ssa_.values.size());
+    scratch_.next_same_root.assign(R_, kNoReg);
+    scratch_.entry_root.resize(R_);
     for (BlockId b = 0; b < n; ++b) {
+      step_begin_[b] = static_cast<std::uint32_t>(steps_.size());
       extra_begin_[b] = static_cast<std::uint32_t>(extra_.size());
       if (!cfg_.reachable(b)) continue;
-      const std::size_t base = static_cast<std::size_t>(b) * R_;
-      for (Reg r = 0; r < R_; ++r) cur_[r] = ssa_.entry_values[base + r];
-      std::uint32_t s = new_stamp();
-      bool gc = false;
-      for (std::uint32_t k = step_begin_[b]; k < step_begin_[b + 1]; ++k) {
-        const Step& st = steps_[k];
-        switch (st.kind) {
-          case Step::kAccess:
-          case Step::kMark:
-          case Step::kMarkResult: mark_[st.value] = s; break;
-          case Step::kReturn: break;
-          case Step::kGc:
-            s = new_stamp();
-            gc = true;
-            break;
-          case Step::kDef: cur_[st.reg] = st.value; break;
-        }
+      const bool gc = compile_steps(b);
+      summarize(b, gc);
+    }
+    step_begin_[n] = static_cast<std::uint32_t>(steps_.size());
+    extra_begin_[n] = static_cast<std::uint32_t>(extra_.size());
+  }
+
+  void summarize(BlockId b, bool gc) {
+    // Locals, not members: the loops below store 32-bit words, which the compiler must
+    // otherwise assume may change R_ or a vector's size, and reload them per register.
+    const std::uint32_t R = R_;
+    const std::size_t W = W_;
+    const ValueId* copy_root = ssa_.copy_root.data();
+    const ValueId* entry = ssa_.entry_values.data() + static_cast<std::size_t>(b) * R;
+    std::uint32_t* mark = mark_.data();
+    std::uint32_t* stamp_of = scratch_.entry_stamp.data();
+    Reg* head = scratch_.entry_head.data();
+    Reg* next = scratch_.next_same_root.data();
+    ValueId* er = scratch_.entry_root.data();
+    ValueId* cur = cur_.data();
+    std::uint64_t* gen = gen_.data() + static_cast<std::size_t>(b) * W;
+    std::uint64_t* keep = keep_.data() + static_cast<std::size_t>(b) * W;
+    // cur: each register's copy root, from the entry to the exit (a def's step carries its
+    // value's root). er: the entry's, grouped by root (head/next) where there is no GC point.
+    std::uint32_t bs = 0;
+    bool shared = false;  // two entry registers hold one root
+    if (gc) {
+      for (Reg r = 0; r < R; ++r) cur[r] = copy_root[entry[r]];
+    } else {
+      if (++scratch_.entry_epoch == 0) {  // wrapped: forget every stamp
+        std::fill(scratch_.entry_stamp.begin(), scratch_.entry_stamp.end(), 0u);
+        scratch_.entry_epoch = 1;
       }
-      std::uint64_t* gen = gen_.data() + static_cast<std::size_t>(b) * W_;
-      std::uint64_t* keep = keep_.data() + static_cast<std::size_t>(b) * W_;
-      if (!gc) {
-        if (++scratch_.entry_epoch == 0) {  // wrapped: forget every stamp
-          std::fill(entry_stamp.begin(), entry_stamp.end(), 0u);
-          scratch_.entry_epoch = 1;
-        }
-        const std::uint32_t bs = scratch_.entry_epoch;
-        for (Reg r = 0; r < R_; ++r) {
-          ValueId root = ssa_.copy_root[ssa_.entry_values[base + r]];
-          next_same_root[r] = entry_stamp[root] == bs ? entry_head[root] : kNoReg;
-          entry_stamp[root] = bs;
-          entry_head[root] = r;
-        }
-        for (Reg r = 0; r < R_; ++r) {
-          ValueId root = ssa_.copy_root[cur_[r]];
-          if (mark_[root] == s) {
-            gen[r / 64] |= 1ull << (r % 64);
-            continue;
-          }
-          if (entry_stamp[root] != bs) continue;
-          for (Reg src = entry_head[root]; src != kNoReg; src = next_same_root[src]) {
-            if (src == r) {
-              keep[r / 64] |= 1ull << (r % 64);
-            } else {
-              extra_.emplace_back(r, src);
-            }
-          }
-        }
-      } else {
-        for (Reg r = 0; r < R_; ++r) {
-          if (mark_[ssa_.copy_root[cur_[r]]] == s) gen[r / 64] |= 1ull << (r % 64);
-        }
+      bs = scratch_.entry_epoch;
+      for (Reg r = 0; r < R; ++r) {
+        const ValueId root = copy_root[entry[r]];
+        cur[r] = er[r] = root;
+        const bool seen = stamp_of[root] == bs;
+        shared |= seen;
+        next[r] = seen ? head[root] : kNoReg;
+        stamp_of[root] = bs;
+        head[root] = r;
       }
     }
-    extra_begin_[n] = static_cast<std::uint32_t>(extra_.size());
+    std::uint32_t s = new_stamp();
+    for (std::uint32_t k = step_begin_[b], end = static_cast<std::uint32_t>(steps_.size()); k < end; ++k) {
+      const Step& st = steps_[k];
+      switch (st.kind) {
+        case Step::kAccess:
+        case Step::kMark:
+        case Step::kMarkResult: mark[st.value] = s; break;
+        case Step::kReturn: break;
+        case Step::kGc: s = new_stamp(); break;
+        case Step::kDef: cur[st.reg] = st.value; break;
+      }
+    }
+    // The words are built in locals: one store each instead of a read-modify-write per register.
+    for (std::size_t w = 0; w < W; ++w) {
+      std::uint64_t g = 0, kp = 0;
+      const std::size_t end = std::min<std::size_t>(R, (w + 1) * 64);
+      for (std::size_t r = w * 64; r < end; ++r) {
+        const ValueId root = cur[r];
+        const std::uint64_t bit = 1ull << (r % 64);
+        if (mark[root] == s) {
+          g |= bit;
+        } else if (gc) {
+          // A GC point ends every availability from the entry.
+        } else if (root == er[r] && !shared) {
+          kp |= bit;  // the register's own entry object, which no other entry register holds
+        } else if (stamp_of[root] == bs) {
+          kp |= add_pairs(static_cast<Reg>(r), head[root], next);
+        }
+      }
+      gen[w] = g;
+      keep[w] = kp;
+    }
+  }
+
+  // The entry registers on the chain from `src` hold exit register r's object: r itself
+  // becomes r's keep bit (returned), the others extra pairs. Rare (copies and registers that
+  // share an object), so out of the summary's register loop.
+  [[gnu::noinline]] std::uint64_t add_pairs(Reg r, Reg src, const Reg* next) {
+    std::uint64_t kp = 0;
+    for (; src != kNoReg; src = next[src]) {
+      if (src == r) {
+        kp = 1ull << (r % 64);
+      } else {
+        extra_.emplace_back(r, src);
+      }
+    }
+    return kp;
   }
 
   void transfer_summary(BlockId b, const std::uint64_t* in, std::uint64_t* out) const {
@@ -278,32 +324,29 @@ class GlobalSolver {
   }
 
   using Step = GlobalPassScratch::Step;
-  void compile_steps() {
-    const std::size_t n = shape_.num_blocks();
-    step_begin_.assign(n + 1, 0);
-    steps_.clear();
-    steps_.reserve(shape_.num_instrs() + shape_.num_instrs() / 2);
-    for (BlockId b = 0; b < n; ++b) {
-      step_begin_[b] = static_cast<std::uint32_t>(steps_.size());
-      if (!cfg_.reachable(b)) continue;
-      for (InstrId k = shape_.block_begin[b]; k < shape_.block_begin[b + 1]; ++k) {
-        for (unsigned mask = shape_.accessed[k], slot = 0; mask != 0; mask >>= 1, ++slot) {
-          if (mask & 1u) {
-            steps_.push_back({Step::kAccess, kNoReg, ssa_.copy_root[ssa_.uses[shape_.use_begin[k] + slot]], shape_.site[k]});
-          }
-        }
-        if (exact_ && shape_.may_gc(k)) steps_.push_back({Step::kGc, kNoReg, kNoValue, kNoSite});
-        if (shape_.dst[k] != kNoReg) steps_.push_back({Step::kDef, shape_.dst[k], ssa_.defs[k], kNoSite});
-        if (options_.allocation_marks && shape_.allocates(k)) {
-          steps_.push_back({Step::kMark, kNoReg, ssa_.copy_root[ssa_.defs[k]], kNoSite});
-        }
-        if (shape_.result_marked(k)) steps_.push_back({Step::kMarkResult, kNoReg, ssa_.copy_root[ssa_.defs[k]], kNoSite});
-        if (shape_.returns_value(k)) {
-          steps_.push_back({Step::kReturn, kNoReg, ssa_.copy_root[ssa_.uses[shape_.use_begin[k]]], kNoSite});
+  // Appends block b's steps; says whether one is a GC point.
+  bool compile_steps(BlockId b) {
+    bool gc = false;
+    for (InstrId k = shape_.block_begin[b]; k < shape_.block_begin[b + 1]; ++k) {
+      for (unsigned mask = shape_.accessed[k], slot = 0; mask != 0; mask >>= 1, ++slot) {
+        if (mask & 1u) {
+          steps_.push_back({Step::kAccess, kNoReg, ssa_.copy_root[ssa_.uses[shape_.use_begin[k] + slot]], shape_.site[k]});
         }
       }
+      if (exact_ && shape_.may_gc(k)) {
+        steps_.push_back({Step::kGc, kNoReg, kNoValue, kNoSite});
+        gc = true;
+      }
+      if (shape_.dst[k] != kNoReg) steps_.push_back({Step::kDef, shape_.dst[k], ssa_.copy_root[ssa_.defs[k]], kNoSite});
+      if (options_.allocation_marks && shape_.allocates(k)) {
+        steps_.push_back({Step::kMark, kNoReg, ssa_.copy_root[ssa_.defs[k]], kNoSite});
+      }
+      if (shape_.result_marked(k)) steps_.push_back({Step::kMarkResult, kNoReg, ssa_.copy_root[ssa_.defs[k]], kNoSite});
+      if (shape_.returns_value(k)) {
+        steps_.push_back({Step::kReturn, kNoReg, ssa_.copy_root[ssa_.uses[shape_.use_begin[k]]], kNoSite});
+      }
     }
-    step_begin_[n] = static_cast<std::uint32_t>(steps_.size());
+    return gc;
   }
 
   const FunctionShape& shape_;
@@ -342,9 +385,10 @@ bool GlobalElimPass::run(FunctionAnalyses& am, ElimResult* out) {
   out->allocation_marks = options_.allocation_marks;
   out->receiver_marked = options_.receiver_marked;
   out->roots_marked = options_.roots_marked;
+  // The solver decides every access of a reachable block; those of the others stay kept.
   const Cfg& cfg = am.cfg();
-  for (AccessDecision& d : out->accesses) {
-    d.reason = cfg.reachable(d.block) ? Reason::kNotAvailable : Reason::kUnreachable;
+  for (BlockId b : cfg.unreachable) {
+    for (std::uint32_t d = out->block_first[b]; d < out->block_first[b + 1]; ++d) out->accesses[d].reason = Reason::kUnreachable;
   }
   return GlobalSolver(am, options_, out).run();
 }
