@@ -80,8 +80,14 @@ struct GlobalPassScratch {
   std::vector<std::pair<Reg, Reg>> extra;           // (exit register, entry register) pairs
   std::vector<std::uint32_t> extra_begin;           // per block + 1, into extra
   std::uint32_t entry_epoch = 0;                    // summarize(): the stamp of the block at hand
-  std::vector<std::uint32_t> entry_stamp;           // summarize(): per value
-  std::vector<Reg> entry_head, next_same_root;
+  // summarize(), per value: the first entry register of the block at hand that holds it, valid
+  // while `stamp` is that block's entry_epoch. Together, so that a lookup touches one line.
+  struct EntrySlot {
+    std::uint32_t stamp;
+    Reg head;
+  };
+  std::vector<EntrySlot> entry_slot;
+  std::vector<Reg> next_same_root;
   std::vector<ValueId> entry_root;                  // summarize(): per register, of the block at hand
 };
 

@@ -210,10 +210,8 @@ class GlobalSolver {
     keep_.resize(n * W_);
     extra_begin_.assign(n + 1, 0);
     extra_.clear();
-    // entry_head[root] is valid while entry_stamp[root] holds the block's stamp; stamps grow
-    // across blocks and functions, so neither array is cleared.
-    scratch_.entry_stamp.resize(ssa_.values.size(), 0);
-    scratch_.entry_head.resize(ssa_.values.size());
+    // Entry stamps grow across blocks and functions, so the slots are never cleared.
+    scratch_.entry_slot.resize(ssa_.values.size(), {0, kNoReg});
     scratch_.next_same_root.assign(R_, kNoReg);
     scratch_.entry_root.resize(R_);
     for (BlockId b = 0; b < n; ++b) {
@@ -227,7 +225,7 @@ class GlobalSolver {
     extra_begin_[n] = static_cast<std::uint32_t>(extra_.size());
   }
 
-  void summarize(BlockId b, bool gc) {
+  [[gnu::noinline]] void summarize(BlockId b, bool gc) {
     // Locals, not members: the loops below store 32-bit words, which the compiler must
     // otherwise assume may change R_ or a vector's size, and reload them per register.
     const std::uint32_t R = R_;
@@ -235,8 +233,7 @@ class GlobalSolver {
     const ValueId* copy_root = ssa_.copy_root.data();
     const ValueId* entry = ssa_.entry_values.data() + static_cast<std::size_t>(b) * R;
     std::uint32_t* mark = mark_.data();
-    std::uint32_t* stamp_of = scratch_.entry_stamp.data();
-    Reg* head = scratch_.entry_head.data();
+    GlobalPassScratch::EntrySlot* slot = scratch_.entry_slot.data();
     Reg* next = scratch_.next_same_root.data();
     ValueId* er = scratch_.entry_root.data();
     ValueId* cur = cur_.data();
@@ -250,18 +247,20 @@ class GlobalSolver {
       for (Reg r = 0; r < R; ++r) cur[r] = copy_root[entry[r]];
     } else {
       if (++scratch_.entry_epoch == 0) {  // wrapped: forget every stamp
-        std::fill(scratch_.entry_stamp.begin(), scratch_.entry_stamp.end(), 0u);
+        std::fill(scratch_.entry_slot.begin(), scratch_.entry_slot.end(), GlobalPassScratch::EntrySlot{0, kNoReg});
         scratch_.entry_epoch = 1;
       }
       bs = scratch_.entry_epoch;
       for (Reg r = 0; r < R; ++r) {
         const ValueId root = copy_root[entry[r]];
         cur[r] = er[r] = root;
-        const bool seen = stamp_of[root] == bs;
-        shared |= seen;
-        next[r] = seen ? head[root] : kNoReg;
-        stamp_of[root] = bs;
-        head[root] = r;
+        GlobalPassScratch::EntrySlot& e = slot[root];
+        next[r] = kNoReg;
+        if (e.stamp == bs) {
+          next[r] = e.head;
+          shared = true;
+        }
+        e = {bs, r};
       }
     }
     std::uint32_t s = new_stamp();
@@ -289,8 +288,8 @@ class GlobalSolver {
           // A GC point ends every availability from the entry.
         } else if (root == er[r] && !shared) {
           kp |= bit;  // the register's own entry object, which no other entry register holds
-        } else if (stamp_of[root] == bs) {
-          kp |= add_pairs(static_cast<Reg>(r), head[root], next);
+        } else if (slot[root].stamp == bs) {
+          kp |= add_pairs(static_cast<Reg>(r), slot[root].head, next);
         }
       }
       gen[w] = g;
