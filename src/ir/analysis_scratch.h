@@ -73,22 +73,10 @@ struct GlobalPassScratch {
   std::vector<Origin> origin;
   std::vector<ValueId> cur;
   std::vector<std::uint64_t> out_bits, in, out;
-  std::vector<std::uint8_t> dirty;
+  std::vector<std::uint8_t> dirty;        // by RPO index
   std::vector<Step> steps;
-  std::vector<std::uint32_t> step_begin;
-  std::vector<std::uint64_t> gen, keep;             // per block, W words each
-  std::vector<std::pair<Reg, Reg>> extra;           // (exit register, entry register) pairs
-  std::vector<std::uint32_t> extra_begin;           // per block + 1, into extra
-  std::uint32_t entry_epoch = 0;                    // summarize(): the stamp of the block at hand
-  // summarize(), per value: the first entry register of the block at hand that holds it, valid
-  // while `stamp` is that block's entry_epoch. Together, so that a lookup touches one line.
-  struct EntrySlot {
-    std::uint32_t stamp;
-    Reg head;
-  };
-  std::vector<EntrySlot> entry_slot;
-  std::vector<Reg> next_same_root;
-  std::vector<ValueId> entry_root;                  // summarize(): per register, of the block at hand
+  std::vector<std::uint32_t> step_begin;  // by RPO index + 1, into steps
+  std::vector<std::uint8_t> block_flags;  // by RPO index: what the block's last transfer found
 };
 
 struct AnalysisScratch {
