@@ -35,8 +35,6 @@ class GlobalSolver {
         origin_(scratch_.origin),
         cur_(scratch_.cur),
         out_bits_(scratch_.out_bits),
-        steps_(scratch_.steps),
-        step_begin_(scratch_.step_begin),
         block_flags_(scratch_.block_flags) {}
 
   bool run() {
@@ -53,12 +51,6 @@ class GlobalSolver {
     // An origin is read only where the value's mark carries the current stamp, which writes it.
     origin_.resize(ssa_.values.size());
     cur_.resize(R_);
-    // Steps and flags by RPO index: the first sweep visits every block in that order and
-    // compiles its steps then.
-    steps_.clear();
-    steps_.reserve(shape_.num_instrs() + shape_.num_instrs() / 2);
-    step_begin_.resize(m + 1);
-    step_begin_[0] = 0;
     block_flags_.resize(m);
     // Greatest fixed point: start from "everything available" except at the entry.
     out_bits_.assign(n * W_, ~0ull);
@@ -75,14 +67,13 @@ class GlobalSolver {
     // for the sweeps and walking it once more to decide.
     std::vector<std::uint8_t>& dirty = scratch_.dirty;  // by RPO index
     dirty.assign(m, 1);
-    bool first = true, again = true;
+    bool again = true;
     while (again) {
       again = false;
       for (std::uint32_t i = 0; i < m; ++i) {
         if (!dirty[i]) continue;
         dirty[i] = 0;
         const BlockId b = cfg_.rpo[i];
-        if (first) compile_steps(i, b);
         meet(b, entry, in.data());
         transfer(i, b, in.data(), out.data());
         std::uint64_t* stored = out_bits_.data() + static_cast<std::size_t>(b) * W_;
@@ -100,7 +91,6 @@ class GlobalSolver {
           }
         }
       }
-      first = false;
     }
     // With `self_check` (tests), every block's transfer runs once more from its final entry
     // facts and must reproduce its stored exit facts; a difference is a bug in objprof.
@@ -115,18 +105,15 @@ class GlobalSolver {
         }
       }
     }
-    bool removed_any = false, unmarked_returns = false;
-    for (std::uint8_t f : block_flags_) {
-      removed_any |= (f & kRemoved) != 0;
-      unmarked_returns |= (f & kUnmarkedReturn) != 0;
-    }
-    out_->returns_marked = returns_ > 0 && !unmarked_returns;
-    return removed_any;
+    std::uint8_t all = 0;
+    for (std::uint8_t f : block_flags_) all |= f;
+    out_->returns_marked = (all & kReturns) != 0 && (all & kUnmarkedReturn) == 0;
+    return (all & kRemoved) != 0;
   }
 
  private:
   // What a block's last transfer found, for the function's result.
-  enum : std::uint8_t { kRemoved = 1, kUnmarkedReturn = 2 };
+  enum : std::uint8_t { kRemoved = 1, kReturns = 2, kUnmarkedReturn = 4 };
 
   void meet(BlockId b, BlockId entry, std::uint64_t* in) {
     if (b == entry) {
@@ -151,7 +138,9 @@ class GlobalSolver {
   }
 
   // The transfer of block b (RPO index i) from its entry facts `in`: records each access's
-  // decision and computes the exit facts `out`.
+  // decision and computes the exit facts `out`. It reads the block's instructions from the
+  // shape on every visit: most blocks are visited once, so a compiled form of the block would
+  // be written once and hardly read again (at 100k blocks, 6 MB more to stream through).
   void transfer(std::uint32_t i, BlockId b, const std::uint64_t* in, std::uint64_t* out) {
     // Locals, not members: the loops below store 32-bit words, which the compiler must
     // otherwise assume may change R_ or a vector's size, and reload them per register.
@@ -159,6 +148,12 @@ class GlobalSolver {
     const std::size_t W = W_;
     const ValueId* copy_root = ssa_.copy_root.data();
     const ValueId* entry = ssa_.entry_values.data() + static_cast<std::size_t>(b) * R;
+    const ValueId* uses = ssa_.uses.data();
+    const ValueId* defs = ssa_.defs.data();
+    const std::uint32_t* use_begin = shape_.use_begin.data();
+    const std::uint8_t* accessed = shape_.accessed.data();
+    const std::uint8_t* flags = shape_.flags.data();
+    const Reg* dst = shape_.dst.data();
     std::uint32_t* mark = mark_.data();
     GlobalPassScratch::Origin* origin = origin_.data();
     ValueId* cur = cur_.data();  // each register's copy root, from the entry to the exit
@@ -172,40 +167,46 @@ class GlobalSolver {
         origin[root] = {kNoSite, on_entry};
       }
     }
-    std::uint8_t flags = 0;
+    std::uint8_t found = 0;
     AccessDecision* dec = out_->accesses.data() + out_->block_first[b];
-    for (const Step *st = steps_.data() + step_begin_[i], *end = steps_.data() + step_begin_[i + 1]; st != end; ++st) {
-      switch (st->kind) {
-        case Step::kAccess: {
-          if (mark[st->value] == s) {
-            dec->kept = false;
-            const GlobalPassScratch::Origin& o = origin[st->value];
-            dec->because = o.site;
-            dec->reason = o.site == kNoSite ? o.reason : Reason::kDominated;
-            flags |= kRemoved;
-          } else {
-            dec->kept = true;
-            dec->because = kNoSite;
-            dec->reason = Reason::kNotAvailable;
-            mark[st->value] = s;
-            origin[st->value] = {st->site, Reason::kDominated};
-          }
-          ++dec;
-          break;
+    const std::uint8_t gc_flag = exact_ ? FunctionShape::kMayGc : 0;
+    const std::uint8_t alloc_flag = options_.allocation_marks ? FunctionShape::kAllocates : 0;
+    for (InstrId k = shape_.block_begin[b], last = shape_.block_begin[b + 1]; k < last; ++k) {
+      // In the order of the instruction's effects: its accesses, a GC point, its definition
+      // (a fresh or marked result) and its return.
+      for (unsigned mask = accessed[k], slot = 0; mask != 0; mask >>= 1, ++slot) {
+        if ((mask & 1u) == 0) continue;
+        const ValueId v = copy_root[uses[use_begin[k] + slot]];
+        if (mark[v] == s) {
+          dec->kept = false;
+          const GlobalPassScratch::Origin& o = origin[v];
+          dec->because = o.site;
+          dec->reason = o.site == kNoSite ? o.reason : Reason::kDominated;
+          found |= kRemoved;
+        } else {
+          dec->kept = true;
+          dec->because = kNoSite;
+          dec->reason = Reason::kNotAvailable;
+          mark[v] = s;
+          origin[v] = {shape_.site[k], Reason::kDominated};
         }
-        case Step::kGc: s = new_stamp(); break;
-        case Step::kDef: cur[st->reg] = st->value; break;
-        case Step::kMark:
-        case Step::kMarkResult:
-          mark[st->value] = s;
-          origin[st->value] = {kNoSite, st->kind == Step::kMark ? Reason::kAllocated : Reason::kReturnedMarked};
-          break;
-        case Step::kReturn:
-          if (mark[st->value] != s) flags |= kUnmarkedReturn;
-          break;
+        ++dec;
+      }
+      const std::uint8_t f = flags[k];
+      if (f & gc_flag) s = new_stamp();
+      if (dst[k] != kNoReg) cur[dst[k]] = copy_root[defs[k]];
+      if (f & (alloc_flag | FunctionShape::kResultMarked)) {
+        const ValueId v = copy_root[defs[k]];
+        // Both: the returned-marked reason, as a call's result mark comes after its allocation.
+        mark[v] = s;
+        origin[v] = {kNoSite, (f & FunctionShape::kResultMarked) ? Reason::kReturnedMarked : Reason::kAllocated};
+      }
+      if (f & FunctionShape::kReturns) {
+        found |= kReturns;
+        if (mark[copy_root[uses[use_begin[k]]]] != s) found |= kUnmarkedReturn;
       }
     }
-    block_flags_[i] = flags;
+    block_flags_[i] = found;
     // The words are built in locals: one store each instead of a read-modify-write per register.
     for (std::size_t w = 0; w < W; ++w) {
       std::uint64_t bits = 0;
@@ -213,29 +214,6 @@ class GlobalSolver {
       for (std::size_t r = w * 64; r < end; ++r) bits |= static_cast<std::uint64_t>(mark[cur[r]] == s) << (r % 64);
       out[w] = bits;
     }
-  }
-
-  using Step = GlobalPassScratch::Step;
-  // Appends the steps of block b (RPO index i) and counts its returns of a value.
-  void compile_steps(std::uint32_t i, BlockId b) {
-    for (InstrId k = shape_.block_begin[b]; k < shape_.block_begin[b + 1]; ++k) {
-      for (unsigned mask = shape_.accessed[k], slot = 0; mask != 0; mask >>= 1, ++slot) {
-        if (mask & 1u) {
-          steps_.push_back({Step::kAccess, kNoReg, ssa_.copy_root[ssa_.uses[shape_.use_begin[k] + slot]], shape_.site[k]});
-        }
-      }
-      if (exact_ && shape_.may_gc(k)) steps_.push_back({Step::kGc, kNoReg, kNoValue, kNoSite});
-      if (shape_.dst[k] != kNoReg) steps_.push_back({Step::kDef, shape_.dst[k], ssa_.copy_root[ssa_.defs[k]], kNoSite});
-      if (options_.allocation_marks && shape_.allocates(k)) {
-        steps_.push_back({Step::kMark, kNoReg, ssa_.copy_root[ssa_.defs[k]], kNoSite});
-      }
-      if (shape_.result_marked(k)) steps_.push_back({Step::kMarkResult, kNoReg, ssa_.copy_root[ssa_.defs[k]], kNoSite});
-      if (shape_.returns_value(k)) {
-        steps_.push_back({Step::kReturn, kNoReg, ssa_.copy_root[ssa_.uses[shape_.use_begin[k]]], kNoSite});
-        ++returns_;
-      }
-    }
-    step_begin_[i + 1] = static_cast<std::uint32_t>(steps_.size());
   }
 
   const FunctionShape& shape_;
@@ -246,15 +224,12 @@ class GlobalSolver {
   std::uint32_t R_ = 0;
   std::size_t W_ = 0;
   bool exact_ = true;
-  std::size_t returns_ = 0;  // reachable returns of a value
   GlobalPassScratch& scratch_;
   std::uint32_t& stamp_;
   std::vector<std::uint32_t>& mark_;
   std::vector<GlobalPassScratch::Origin>& origin_;
   std::vector<ValueId>& cur_;
   std::vector<std::uint64_t>& out_bits_;
-  std::vector<Step>& steps_;
-  std::vector<std::uint32_t>& step_begin_;  // by RPO index + 1
   std::vector<std::uint8_t>& block_flags_;  // by RPO index
 };
 
