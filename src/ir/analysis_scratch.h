@@ -50,22 +50,14 @@ struct SsaScratch {
 
 // The global pass's solver state (elim_global.cc).
 struct GlobalPassScratch {
-  // The block bodies reduced to what the transfer function needs, so that the fixed-point
-  // sweeps read a dense array instead of the instructions.
-  struct Step {
-    // kMark: the allocator marked the object just defined (allocation_marks); kMarkResult: a
-    // call returned it marked; kReturn: the function returns it.
-    enum Kind : std::uint8_t { kAccess, kGc, kDef, kMark, kMarkResult, kReturn } kind;
-    Reg reg;        // kDef: the register defined
-    ValueId value;  // kAccess, kMark*, kReturn: copy root of the value; kDef: the defined value
-    SiteId site;    // kAccess
-  };
   // mark_[value] == stamp: the value's object is marked at the current point of the walk.
   // Stamps only grow (across functions too), so the array is never cleared but on wrap-around.
   std::uint32_t stamp = 0;
   std::vector<std::uint32_t> mark;
   // Per value, beside its mark: the site whose barrier marked it, or kNoSite and why it is
-  // available without one. Together, so that a decision reads one place.
+  // available without one. Together, so that a decision reads one place. (Not in one array
+  // with the marks: the exit facts read only marks, 16 per block, and 12-byte entries made
+  // those reads touch more lines.)
   struct Origin {
     SiteId site;
     Reason reason;
@@ -73,15 +65,8 @@ struct GlobalPassScratch {
   std::vector<Origin> origin;
   std::vector<ValueId> cur;
   std::vector<std::uint64_t> out_bits, in, out;
-  std::vector<std::uint8_t> dirty;
-  std::vector<Step> steps;
-  std::vector<std::uint32_t> step_begin;
-  std::vector<std::uint64_t> gen, keep;             // per block, W words each
-  std::vector<std::pair<Reg, Reg>> extra;           // (exit register, entry register) pairs
-  std::vector<std::uint32_t> extra_begin;           // per block + 1, into extra
-  std::uint32_t entry_epoch = 0;                    // summarize(): the stamp of the block at hand
-  std::vector<std::uint32_t> entry_stamp;           // summarize(): per value
-  std::vector<Reg> entry_head, next_same_root;
+  std::vector<std::uint8_t> dirty;        // by RPO index
+  std::vector<std::uint8_t> block_flags;  // by RPO index: what the block's last transfer found
 };
 
 struct AnalysisScratch {

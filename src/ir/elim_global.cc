@@ -35,16 +35,12 @@ class GlobalSolver {
         origin_(scratch_.origin),
         cur_(scratch_.cur),
         out_bits_(scratch_.out_bits),
-        steps_(scratch_.steps),
-        step_begin_(scratch_.step_begin),
-        gen_(scratch_.gen),
-        keep_(scratch_.keep),
-        extra_(scratch_.extra),
-        extra_begin_(scratch_.extra_begin) {}
+        block_flags_(scratch_.block_flags) {}
 
   bool run() {
     if (cfg_.rpo.empty()) return false;
     const std::size_t n = shape_.num_blocks();
+    const auto m = static_cast<std::uint32_t>(cfg_.rpo.size());
     R_ = shape_.num_regs;
     W_ = (R_ + 63) / 64;
     // With root marks a GC re-marks every object a live register holds, so it kills no fact:
@@ -55,58 +51,70 @@ class GlobalSolver {
     // An origin is read only where the value's mark carries the current stamp, which writes it.
     origin_.resize(ssa_.values.size());
     cur_.resize(R_);
-    compile_steps();
-    summarize();
+    block_flags_.resize(m);
     // Greatest fixed point: start from "everything available" except at the entry.
     out_bits_.assign(n * W_, ~0ull);
     std::vector<std::uint64_t>& in = scratch_.in;
     std::vector<std::uint64_t>& out = scratch_.out;
     in.resize(W_);
     out.resize(W_);
-    BlockId entry = cfg_.rpo[0];
+    const BlockId entry = cfg_.rpo[0];
     // Sweeps in RPO over the blocks whose predecessors changed; another sweep is needed only
-    // when a change flows along a back edge.
-    std::vector<std::uint8_t>& dirty = scratch_.dirty;
-    dirty.assign(n, 0);
-    for (BlockId b : cfg_.rpo) dirty[b] = 1;
+    // when a change flows along a back edge. Each visit runs the block's full transfer, which
+    // also records its decisions: a block's last visit saw its final entry facts (a change of
+    // a predecessor's exit facts makes it dirty again), so its last decisions stand. The
+    // blocks are visited ~1.07 times each, so this costs less than summarizing every block
+    // for the sweeps and walking it once more to decide.
+    std::vector<std::uint8_t>& dirty = scratch_.dirty;  // by RPO index
+    dirty.assign(m, 1);
     bool again = true;
     while (again) {
       again = false;
-      for (BlockId b : cfg_.rpo) {
-        if (!dirty[b]) continue;
-        dirty[b] = 0;
+      for (std::uint32_t i = 0; i < m; ++i) {
+        if (!dirty[i]) continue;
+        dirty[i] = 0;
+        const BlockId b = cfg_.rpo[i];
         meet(b, entry, in.data());
-        transfer_summary(b, in.data(), out.data());
+        transfer(i, b, in.data(), out.data());
         std::uint64_t* stored = out_bits_.data() + static_cast<std::size_t>(b) * W_;
-        if (!std::equal(out.begin(), out.end(), stored)) {
-          std::copy(out.begin(), out.end(), stored);
+        // A word loop, not std::equal: that is a memcmp call per visit for one or two words.
+        bool changed = false;
+        for (std::size_t w = 0; w < W_; ++w) {
+          changed |= out[w] != stored[w];
+          stored[w] = out[w];
+        }
+        if (changed) {
           for (BlockId s : cfg_.succs[b]) {
-            dirty[s] = 1;
-            if (cfg_.rpo_index[s] <= cfg_.rpo_index[b]) again = true;
+            const std::uint32_t si = cfg_.rpo_index[s];
+            dirty[si] = 1;
+            if (si <= i) again = true;
           }
         }
       }
     }
-    // One full transfer per block records the decisions. At the fixed point it reproduces every
-    // block's stored exit facts (the summaries are exact, not an approximation); with
-    // `self_check` (tests) it recomputes them and aborts on a difference, a bug in objprof.
-    for (BlockId b : cfg_.rpo) {
-      meet(b, entry, in.data());
-      if (!options_.self_check) {
-        record(b, in.data(), nullptr);
-        continue;
-      }
-      record(b, in.data(), out.data());
-      if (!std::equal(out.begin(), out.end(), out_bits_.data() + static_cast<std::size_t>(b) * W_)) {
-        std::fprintf(stderr, "objprof: global pass self-check: block %u's summary disagrees with its transfer\n", b);
-        std::abort();
+    // With `self_check` (tests), every block's transfer runs once more from its final entry
+    // facts and must reproduce its stored exit facts; a difference is a bug in objprof.
+    if (options_.self_check) {
+      for (std::uint32_t i = 0; i < m; ++i) {
+        const BlockId b = cfg_.rpo[i];
+        meet(b, entry, in.data());
+        transfer(i, b, in.data(), out.data());
+        if (!std::equal(out.begin(), out.end(), out_bits_.data() + static_cast<std::size_t>(b) * W_)) {
+          std::fprintf(stderr, "objprof: global pass self-check: block %u's exit facts are not a fixed point\n", b);
+          std::abort();
+        }
       }
     }
-    out_->returns_marked = returns_ > 0 && !unmarked_returns_;
-    return removed_any_;
+    std::uint8_t all = 0;
+    for (std::uint8_t f : block_flags_) all |= f;
+    out_->returns_marked = (all & kReturns) != 0 && (all & kUnmarkedReturn) == 0;
+    return (all & kRemoved) != 0;
   }
 
  private:
+  // What a block's last transfer found, for the function's result.
+  enum : std::uint8_t { kRemoved = 1, kReturns = 2, kUnmarkedReturn = 4 };
+
   void meet(BlockId b, BlockId entry, std::uint64_t* in) {
     if (b == entry) {
       std::fill(in, in + W_, 0ull);
@@ -129,181 +137,83 @@ class GlobalSolver {
     return stamp_;
   }
 
-  // The full transfer of one block at the fixed point: records each access's decision. Only
-  // the registers available on entry are visited. `out` (the block's exit facts) is computed
-  // when `out` is non-null, to check the summaries against it.
-  void record(BlockId b, const std::uint64_t* in, std::uint64_t* out) {
+  // The transfer of block b (RPO index i) from its entry facts `in`: records each access's
+  // decision and computes the exit facts `out`. It reads the block's instructions from the
+  // shape on every visit: most blocks are visited once, so a compiled form of the block would
+  // be written once and hardly read again (at 100k blocks, 6 MB more to stream through).
+  void transfer(std::uint32_t i, BlockId b, const std::uint64_t* in, std::uint64_t* out) {
+    // Locals, not members: the loops below store 32-bit words, which the compiler must
+    // otherwise assume may change R_ or a vector's size, and reload them per register.
+    const std::uint32_t R = R_;
+    const std::size_t W = W_;
+    const ValueId* copy_root = ssa_.copy_root.data();
+    const ValueId* entry = ssa_.entry_values.data() + static_cast<std::size_t>(b) * R;
+    const ValueId* uses = ssa_.uses.data();
+    const ValueId* defs = ssa_.defs.data();
+    const std::uint32_t* use_begin = shape_.use_begin.data();
+    const std::uint8_t* accessed = shape_.accessed.data();
+    const std::uint8_t* flags = shape_.flags.data();
+    const Reg* dst = shape_.dst.data();
+    std::uint32_t* mark = mark_.data();
+    GlobalPassScratch::Origin* origin = origin_.data();
+    ValueId* cur = cur_.data();  // each register's copy root, from the entry to the exit
     std::uint32_t s = new_stamp();
-    const std::size_t base = static_cast<std::size_t>(b) * R_;
-    for (std::size_t w = 0; w < W_; ++w) {
+    for (Reg r = 0; r < R; ++r) cur[r] = copy_root[entry[r]];
+    const Reason on_entry = b == cfg_.rpo[0] ? Reason::kReceiver : Reason::kAvailableAllPaths;
+    for (std::size_t w = 0; w < W; ++w) {
       for (std::uint64_t bits = in[w]; bits != 0; bits &= bits - 1) {
-        const std::size_t r = w * 64 + static_cast<unsigned>(std::countr_zero(bits));
-        ValueId root = ssa_.copy_root[ssa_.entry_values[base + r]];
-        mark_[root] = s;
-        origin_[root] = {kNoSite, b == cfg_.rpo[0] ? Reason::kReceiver : Reason::kAvailableAllPaths};
+        const ValueId root = cur[w * 64 + static_cast<unsigned>(std::countr_zero(bits))];
+        mark[root] = s;
+        origin[root] = {kNoSite, on_entry};
       }
     }
-    std::uint32_t d = out_->block_first[b];
-    for (std::uint32_t k = step_begin_[b]; k < step_begin_[b + 1]; ++k) {
-      const Step& st = steps_[k];
-      switch (st.kind) {
-        case Step::kAccess: {
-          AccessDecision& dec = out_->accesses[d++];
-          if (mark_[st.value] == s) {
-            dec.kept = false;
-            const GlobalPassScratch::Origin& o = origin_[st.value];
-            dec.because = o.site;
-            dec.reason = o.site == kNoSite ? o.reason : Reason::kDominated;
-            removed_any_ = true;
-          } else {
-            dec.kept = true;
-            dec.reason = Reason::kNotAvailable;
-            mark_[st.value] = s;
-            origin_[st.value] = {st.site, Reason::kDominated};
-          }
-          break;
+    std::uint8_t found = 0;
+    AccessDecision* dec = out_->accesses.data() + out_->block_first[b];
+    const std::uint8_t gc_flag = exact_ ? FunctionShape::kMayGc : 0;
+    const std::uint8_t alloc_flag = options_.allocation_marks ? FunctionShape::kAllocates : 0;
+    for (InstrId k = shape_.block_begin[b], last = shape_.block_begin[b + 1]; k < last; ++k) {
+      // In the order of the instruction's effects: its accesses, a GC point, its definition
+      // (a fresh or marked result) and its return.
+      for (unsigned mask = accessed[k], slot = 0; mask != 0; mask >>= 1, ++slot) {
+        if ((mask & 1u) == 0) continue;
+        const ValueId v = copy_root[uses[use_begin[k] + slot]];
+        if (mark[v] == s) {
+          dec->kept = false;
+          const GlobalPassScratch::Origin& o = origin[v];
+          dec->because = o.site;
+          dec->reason = o.site == kNoSite ? o.reason : Reason::kDominated;
+          found |= kRemoved;
+        } else {
+          dec->kept = true;
+          dec->because = kNoSite;
+          dec->reason = Reason::kNotAvailable;
+          mark[v] = s;
+          origin[v] = {shape_.site[k], Reason::kDominated};
         }
-        case Step::kGc: s = new_stamp(); break;
-        case Step::kDef: break;
-        case Step::kMark:
-        case Step::kMarkResult:
-          mark_[st.value] = s;
-          origin_[st.value] = {kNoSite, st.kind == Step::kMark ? Reason::kAllocated : Reason::kReturnedMarked};
-          break;
-        case Step::kReturn:
-          ++returns_;
-          if (mark_[st.value] != s) unmarked_returns_ = true;
-          break;
+        ++dec;
+      }
+      const std::uint8_t f = flags[k];
+      if (f & gc_flag) s = new_stamp();
+      if (dst[k] != kNoReg) cur[dst[k]] = copy_root[defs[k]];
+      if (f & (alloc_flag | FunctionShape::kResultMarked)) {
+        const ValueId v = copy_root[defs[k]];
+        // Both: the returned-marked reason, as a call's result mark comes after its allocation.
+        mark[v] = s;
+        origin[v] = {kNoSite, (f & FunctionShape::kResultMarked) ? Reason::kReturnedMarked : Reason::kAllocated};
+      }
+      if (f & FunctionShape::kReturns) {
+        found |= kReturns;
+        if (mark[copy_root[uses[use_begin[k]]]] != s) found |= kUnmarkedReturn;
       }
     }
-    if (out == nullptr) return;
-    for (Reg r = 0; r < R_; ++r) cur_[r] = ssa_.entry_values[base + r];
-    for (std::uint32_t k = step_begin_[b]; k < step_begin_[b + 1]; ++k) {
-      if (steps_[k].kind == Step::kDef) cur_[steps_[k].reg] = steps_[k].value;
+    block_flags_[i] = found;
+    // The words are built in locals: one store each instead of a read-modify-write per register.
+    for (std::size_t w = 0; w < W; ++w) {
+      std::uint64_t bits = 0;
+      const std::size_t end = std::min<std::size_t>(R, (w + 1) * 64);
+      for (std::size_t r = w * 64; r < end; ++r) bits |= static_cast<std::uint64_t>(mark[cur[r]] == s) << (r % 64);
+      out[w] = bits;
     }
-    std::fill(out, out + W_, 0ull);
-    for (Reg r = 0; r < R_; ++r) {
-      if (mark_[ssa_.copy_root[cur_[r]]] == s) out[r / 64] |= 1ull << (r % 64);
-    }
-  }
-
-  // The transfer function of every block in closed form, for the fixed-point sweeps:
-  //   out = gen | (in & keep) | { r' : in[r] for an extra pair (r', r) }
-  // gen: the registers whose object at the exit was accessed after the block's last GC point.
-  // keep and the extra pairs exist only in blocks without a GC point: exit register r' is
-  // available if some entry register r was and r held, at the entry, the object r' holds at
-  // the exit (the same copy root); r' == r goes to `keep`, other pairs (copies) are listed.
-  // A sweep then costs a few words per block instead of a walk over its instructions.
-  void summarize() {
-    const std::size_t n = shape_.num_blocks();
-    gen_.assign(n * W_, 0);
-    keep_.assign(n * W_, 0);
-    extra_begin_.assign(n + 1, 0);
-    extra_.clear();
-    std::vector<std::uint32_t>& entry_stamp = scratch_.entry_stamp;
-    std::vector<Reg>& entry_head = scratch_.entry_head;
-    std::vector<Reg>& next_same_root = scratch_.next_same_root;
-    // entry_head[root] is valid while entry_stamp[root] holds the block's stamp; stamps grow
-    // across blocks and functions, so neither array is cleared.
-    entry_stamp.resize(ssa_.values.size(), 0);
-    entry_head.resize(ssa_.values.size());
-    next_same_root.assign(R_, kNoReg);
-    for (BlockId b = 0; b < n; ++b) {
-      extra_begin_[b] = static_cast<std::uint32_t>(extra_.size());
-      if (!cfg_.reachable(b)) continue;
-      const std::size_t base = static_cast<std::size_t>(b) * R_;
-      for (Reg r = 0; r < R_; ++r) cur_[r] = ssa_.entry_values[base + r];
-      std::uint32_t s = new_stamp();
-      bool gc = false;
-      for (std::uint32_t k = step_begin_[b]; k < step_begin_[b + 1]; ++k) {
-        const Step& st = steps_[k];
-        switch (st.kind) {
-          case Step::kAccess:
-          case Step::kMark:
-          case Step::kMarkResult: mark_[st.value] = s; break;
-          case Step::kReturn: break;
-          case Step::kGc:
-            s = new_stamp();
-            gc = true;
-            break;
-          case Step::kDef: cur_[st.reg] = st.value; break;
-        }
-      }
-      std::uint64_t* gen = gen_.data() + static_cast<std::size_t>(b) * W_;
-      std::uint64_t* keep = keep_.data() + static_cast<std::size_t>(b) * W_;
-      if (!gc) {
-        if (++scratch_.entry_epoch == 0) {  // wrapped: forget every stamp
-          std::fill(entry_stamp.begin(), entry_stamp.end(), 0u);
-          scratch_.entry_epoch = 1;
-        }
-        const std::uint32_t bs = scratch_.entry_epoch;
-        for (Reg r = 0; r < R_; ++r) {
-          ValueId root = ssa_.copy_root[ssa_.entry_values[base + r]];
-          next_same_root[r] = entry_stamp[root] == bs ? entry_head[root] : kNoReg;
-          entry_stamp[root] = bs;
-          entry_head[root] = r;
-        }
-        for (Reg r = 0; r < R_; ++r) {
-          ValueId root = ssa_.copy_root[cur_[r]];
-          if (mark_[root] == s) {
-            gen[r / 64] |= 1ull << (r % 64);
-            continue;
-          }
-          if (entry_stamp[root] != bs) continue;
-          for (Reg src = entry_head[root]; src != kNoReg; src = next_same_root[src]) {
-            if (src == r) {
-              keep[r / 64] |= 1ull << (r % 64);
-            } else {
-              extra_.emplace_back(r, src);
-            }
-          }
-        }
-      } else {
-        for (Reg r = 0; r < R_; ++r) {
-          if (mark_[ssa_.copy_root[cur_[r]]] == s) gen[r / 64] |= 1ull << (r % 64);
-        }
-      }
-    }
-    extra_begin_[n] = static_cast<std::uint32_t>(extra_.size());
-  }
-
-  void transfer_summary(BlockId b, const std::uint64_t* in, std::uint64_t* out) const {
-    const std::uint64_t* gen = gen_.data() + static_cast<std::size_t>(b) * W_;
-    const std::uint64_t* keep = keep_.data() + static_cast<std::size_t>(b) * W_;
-    for (std::size_t w = 0; w < W_; ++w) out[w] = gen[w] | (in[w] & keep[w]);
-    for (std::uint32_t k = extra_begin_[b]; k < extra_begin_[b + 1]; ++k) {
-      auto [dst, src] = extra_[k];
-      if ((in[src / 64] >> (src % 64)) & 1) out[dst / 64] |= 1ull << (dst % 64);
-    }
-  }
-
-  using Step = GlobalPassScratch::Step;
-  void compile_steps() {
-    const std::size_t n = shape_.num_blocks();
-    step_begin_.assign(n + 1, 0);
-    steps_.clear();
-    steps_.reserve(shape_.num_instrs() + shape_.num_instrs() / 2);
-    for (BlockId b = 0; b < n; ++b) {
-      step_begin_[b] = static_cast<std::uint32_t>(steps_.size());
-      if (!cfg_.reachable(b)) continue;
-      for (InstrId k = shape_.block_begin[b]; k < shape_.block_begin[b + 1]; ++k) {
-        for (unsigned mask = shape_.accessed[k], slot = 0; mask != 0; mask >>= 1, ++slot) {
-          if (mask & 1u) {
-            steps_.push_back({Step::kAccess, kNoReg, ssa_.copy_root[ssa_.uses[shape_.use_begin[k] + slot]], shape_.site[k]});
-          }
-        }
-        if (exact_ && shape_.may_gc(k)) steps_.push_back({Step::kGc, kNoReg, kNoValue, kNoSite});
-        if (shape_.dst[k] != kNoReg) steps_.push_back({Step::kDef, shape_.dst[k], ssa_.defs[k], kNoSite});
-        if (options_.allocation_marks && shape_.allocates(k)) {
-          steps_.push_back({Step::kMark, kNoReg, ssa_.copy_root[ssa_.defs[k]], kNoSite});
-        }
-        if (shape_.result_marked(k)) steps_.push_back({Step::kMarkResult, kNoReg, ssa_.copy_root[ssa_.defs[k]], kNoSite});
-        if (shape_.returns_value(k)) {
-          steps_.push_back({Step::kReturn, kNoReg, ssa_.copy_root[ssa_.uses[shape_.use_begin[k]]], kNoSite});
-        }
-      }
-    }
-    step_begin_[n] = static_cast<std::uint32_t>(steps_.size());
   }
 
   const FunctionShape& shape_;
@@ -314,21 +224,13 @@ class GlobalSolver {
   std::uint32_t R_ = 0;
   std::size_t W_ = 0;
   bool exact_ = true;
-  bool removed_any_ = false;
-  std::size_t returns_ = 0;        // reachable returns of a value
-  bool unmarked_returns_ = false;  // one of them may return an unmarked object
   GlobalPassScratch& scratch_;
   std::uint32_t& stamp_;
   std::vector<std::uint32_t>& mark_;
   std::vector<GlobalPassScratch::Origin>& origin_;
   std::vector<ValueId>& cur_;
   std::vector<std::uint64_t>& out_bits_;
-  std::vector<Step>& steps_;
-  std::vector<std::uint32_t>& step_begin_;
-  std::vector<std::uint64_t>& gen_;                 // per block, W_ words each
-  std::vector<std::uint64_t>& keep_;
-  std::vector<std::pair<Reg, Reg>>& extra_;         // (exit register, entry register) pairs
-  std::vector<std::uint32_t>& extra_begin_;         // per block + 1, into extra_
+  std::vector<std::uint8_t>& block_flags_;  // by RPO index
 };
 
 }  // namespace
@@ -342,9 +244,10 @@ bool GlobalElimPass::run(FunctionAnalyses& am, ElimResult* out) {
   out->allocation_marks = options_.allocation_marks;
   out->receiver_marked = options_.receiver_marked;
   out->roots_marked = options_.roots_marked;
+  // The solver decides every access of a reachable block; those of the others stay kept.
   const Cfg& cfg = am.cfg();
-  for (AccessDecision& d : out->accesses) {
-    d.reason = cfg.reachable(d.block) ? Reason::kNotAvailable : Reason::kUnreachable;
+  for (BlockId b : cfg.unreachable) {
+    for (std::uint32_t d = out->block_first[b]; d < out->block_first[b + 1]; ++d) out->accesses[d].reason = Reason::kUnreachable;
   }
   return GlobalSolver(am, options_, out).run();
 }

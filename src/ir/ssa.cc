@@ -21,7 +21,7 @@ Error invalid_ssa(const Function& f, std::string message) {
 }
 
 // Most values are their own root (only copies and trivial phis are not): that case is one load.
-inline ValueId find_root(std::vector<ValueId>& parent, ValueId v) {
+inline ValueId find_root(ValueId* parent, ValueId v) {
   ValueId root = parent[v];
   if (root == v) return v;
   while (parent[root] != root) root = parent[root];
@@ -40,7 +40,9 @@ constexpr std::size_t kMaxSetWords = 4;
 // All registers at once: phi(y) gets def(x) | phi(x) for every x with y in DF(x), until nothing
 // changes. Each block is revisited only when its set grows, so the frontier lists are walked a
 // few times in all instead of once per register.
-void place_phis_by_sets(const FunctionShape& shape, const Cfg& cfg, const DominanceFrontiers& df, SsaScratch& scratch) {
+// Leaves the sets in scratch.phi_set; returns the number of instructions in reachable blocks
+// that define a register.
+std::size_t place_phis_by_sets(const FunctionShape& shape, const Cfg& cfg, const DominanceFrontiers& df, SsaScratch& scratch) {
   const std::size_t n = shape.num_blocks();
   const std::uint32_t R = shape.num_regs;
   const std::size_t W = (R + 63) / 64;
@@ -52,11 +54,15 @@ void place_phis_by_sets(const FunctionShape& shape, const Cfg& cfg, const Domina
   work.clear();
   auto& queued = scratch.queued;
   queued.assign(n, 0);
+  std::size_t defined = 0;
   for (BlockId b : cfg.rpo) {
     std::uint64_t* d = def_set.data() + b * W;
     for (InstrId k = shape.block_begin[b]; k < shape.block_begin[b + 1]; ++k) {
       Reg r = shape.dst[k];
-      if (r < R) d[r / 64] |= 1ull << (r % 64);
+      if (r < R) {
+        d[r / 64] |= 1ull << (r % 64);
+        ++defined;
+      }
     }
     if (!df.df[b].empty() && std::any_of(d, d + W, [](std::uint64_t w) { return w != 0; })) {
       work.push_back(b);
@@ -83,30 +89,22 @@ void place_phis_by_sets(const FunctionShape& shape, const Cfg& cfg, const Domina
       }
     }
   }
-  CsrLists<Reg>& out = scratch.phi_regs;
-  out.offsets_.resize(n + 1);
-  out.items_.clear();
-  for (BlockId y = 0; y < n; ++y) {
-    out.offsets_[y] = static_cast<std::uint32_t>(out.items_.size());
-    for (std::size_t w = 0; w < W; ++w) {
-      for (std::uint64_t bits = phi_set[y * W + w]; bits != 0; bits &= bits - 1) {
-        out.items_.push_back(static_cast<Reg>(w * 64 + static_cast<unsigned>(std::countr_zero(bits))));
-      }
-    }
-  }
-  out.offsets_[n] = static_cast<std::uint32_t>(out.items_.size());
+  return defined;
 }
 
 // One register at a time (Cytron et al.), with stamped work lists.
-void place_phis_by_register(const FunctionShape& shape, const Cfg& cfg, const DominanceFrontiers& df, SsaScratch& scratch) {
+// Leaves the registers in scratch.phi_regs; returns what place_phis_by_sets returns.
+std::size_t place_phis_by_register(const FunctionShape& shape, const Cfg& cfg, const DominanceFrontiers& df, SsaScratch& scratch) {
   const std::size_t n = shape.num_blocks();
   const std::uint32_t R = shape.num_regs;
   std::vector<std::pair<std::uint32_t, BlockId>> defs;  // (register, block), once per pair
+  std::size_t defined = 0;
   {
     std::vector<BlockId> last_reg_block(R, kNoBlock);
     for (BlockId b : cfg.rpo) {
       for (InstrId k = shape.block_begin[b]; k < shape.block_begin[b + 1]; ++k) {
         Reg d = shape.dst[k];
+        defined += d < R ? 1 : 0;
         if (d < R && last_reg_block[d] != b) {
           last_reg_block[d] = b;
           defs.emplace_back(d, b);
@@ -139,6 +137,7 @@ void place_phis_by_register(const FunctionShape& shape, const Cfg& cfg, const Do
     }
   }
   scratch.phi_regs.assign_from_pairs(n, placed);
+  return defined;
 }
 
 }  // namespace
@@ -158,17 +157,15 @@ void run_ssa(const FunctionShape& shape, const Cfg& cfg, const DomTree& dt, cons
   const std::uint32_t R = shape.num_regs;
   const auto total_instrs = static_cast<std::uint32_t>(shape.num_instrs());
   ssa.num_regs = R;
-  ssa.values.clear();
   ssa.instr_base.assign(shape.block_begin.begin(), shape.block_begin.end());
   ssa.use_base.assign(shape.use_begin.begin(), shape.use_begin.end() - 1);
   // Renaming writes every entry of reachable blocks; unreachable ones are filled below, so
-  // the arrays are not cleared first (at 100k blocks, entry_values alone is 6 MB).
+  // the arrays are not cleared first (at 100k blocks, entry_values alone is 6 MB). The same
+  // holds for the values, phis, phi operands and copy roots below: every element is written,
+  // so none is cleared and a resize zero-fills only what an earlier function did not reach.
   ssa.uses.resize(shape.uses.size());
   ssa.defs.resize(total_instrs);
   ssa.entry_values.resize(static_cast<std::size_t>(n) * R);
-  ssa.phis.items_.clear();
-  ssa.phi_args.clear();
-  ssa.copy_root.clear();
   auto clear_block = [&](BlockId b) {
     std::fill_n(ssa.entry_values.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b) * R), R, kNoValue);
     std::fill(ssa.defs.begin() + shape.block_begin[b], ssa.defs.begin() + shape.block_begin[b + 1], kNoValue);
@@ -179,111 +176,164 @@ void run_ssa(const FunctionShape& shape, const Cfg& cfg, const DomTree& dt, cons
   if (cfg.rpo.empty()) {
     for (BlockId b = 0; b < n; ++b) clear_block(b);
     ssa.phis.offsets_.assign(n + 1, 0);
+    ssa.values.clear();
+    ssa.phis.items_.clear();
+    ssa.phi_args.clear();
+    ssa.copy_root.clear();
     return;
   }
   const BlockId entry = cfg.rpo[0];
-  for (Reg r = 0; r < R; ++r) ssa.values.push_back({SsaForm::Kind::kEntry, r, entry, r});
   const Reg* dst = shape.dst.data();
 
   // 1-2. Phi placement at the iterated dominance frontier of each register's definition blocks
-  // (reachable blocks only), as a list of registers per block, ascending.
-  if ((R + 63) / 64 <= kMaxSetWords) {
-    place_phis_by_sets(shape, cfg, df, scratch);
-  } else {
-    place_phis_by_register(shape, cfg, df, scratch);
-  }
-  const CsrLists<Reg>& phi_regs = scratch.phi_regs;
+  // (reachable blocks only), per block in register order.
+  const std::size_t W = (R + 63) / 64;
+  const bool by_sets = W <= kMaxSetWords;
+  const std::size_t defined = by_sets ? place_phis_by_sets(shape, cfg, df, scratch) : place_phis_by_register(shape, cfg, df, scratch);
   {
     // Exact sizes up front: the unstructured 100k-block corpus has ~1.5 phis per instruction,
     // and regrowing these arrays costs more page faults than filling them.
-    std::size_t defined = 0;
-    for (Reg d : shape.dst) defined += d < R ? 1 : 0;
-    ssa.values.reserve(R + phi_regs.items_.size() + defined);
-    ssa.phis.offsets_.assign(phi_regs.offsets_.begin(), phi_regs.offsets_.end());
-    ssa.phis.items_.resize(phi_regs.items_.size());
-    std::uint32_t arg = 0;
+    std::size_t num_phis = 0;
+    if (by_sets) {
+      for (std::uint64_t w : scratch.phi_set) num_phis += static_cast<std::size_t>(std::popcount(w));
+    } else {
+      num_phis = scratch.phi_regs.items_.size();
+    }
+    ssa.values.reserve(R + num_phis + defined);
+    ssa.values.resize(R + num_phis);
+    for (Reg r = 0; r < R; ++r) ssa.values[r] = {SsaForm::Kind::kEntry, r, entry, r};
+    ssa.phis.offsets_.resize(n + 1);
+    ssa.phis.items_.resize(num_phis);
+    SsaForm::Value* values = ssa.values.data();
+    SsaForm::Phi* phis = ssa.phis.items_.data();
+    std::uint32_t p = 0, arg = 0;
     for (BlockId y = 0; y < n; ++y) {
-      auto nargs = static_cast<std::uint32_t>(cfg.preds[y].size());
-      std::uint32_t index = 0;
-      for (std::uint32_t p = ssa.phis.offsets_[y]; p < ssa.phis.offsets_[y + 1]; ++p, ++index) {
-        Reg r = phi_regs.items_[p];
-        auto v = static_cast<ValueId>(ssa.values.size());
-        ssa.values.push_back({SsaForm::Kind::kPhi, r, y, index});
-        ssa.phis.items_[p] = {r, v, arg, nargs};
+      ssa.phis.offsets_[y] = p;
+      const auto nargs = static_cast<std::uint32_t>(cfg.preds[y].size());
+      const std::uint32_t first = p;
+      auto add = [&](Reg r) {
+        const ValueId v = R + p;
+        values[v] = {SsaForm::Kind::kPhi, r, y, p - first};
+        phis[p++] = {r, v, arg, nargs};
         arg += nargs;
+      };
+      if (by_sets) {
+        for (std::size_t w = 0; w < W; ++w) {
+          for (std::uint64_t bits = scratch.phi_set[y * W + w]; bits != 0; bits &= bits - 1) {
+            add(static_cast<Reg>(w * 64 + static_cast<unsigned>(std::countr_zero(bits))));
+          }
+        }
+      } else {
+        for (Reg r : scratch.phi_regs[y]) add(r);
       }
     }
-    ssa.phi_args.assign(arg, kNoValue);
+    ssa.phis.offsets_[n] = p;
+    // Renaming writes the operands from reachable predecessors; only those from unreachable
+    // ones are set here (at 100k unstructured blocks the array is 6 MB, so not filled twice).
+    ssa.phi_args.resize(arg);
+    for (BlockId u : cfg.unreachable) {
+      for (std::uint32_t e = cfg.succs.offsets_[u]; e < cfg.succs.offsets_[u + 1]; ++e) {
+        const std::uint32_t j = cfg.pred_position[e];
+        for (const auto& phi : ssa.phis[cfg.succs.items_[e]]) ssa.phi_args[phi.first_arg + j] = kNoValue;
+      }
+    }
   }
 
-  // 3. Renaming: preorder walk of the dominator tree; `cur` holds the live value per register
-  // and `undo` restores it when a subtree is left.
+  // 3. Renaming: preorder walk of the dominator tree; `live` (scratch.cur) holds the live value
+  // per register and `undo` restores it when a subtree is left.
   auto& cur = scratch.cur;
   cur.resize(R);
   for (Reg r = 0; r < R; ++r) cur[r] = r;
   auto& parent = scratch.parent;  // union-find for copy roots, filled as values are created
-  parent.clear();
   parent.reserve(ssa.values.capacity());
-  for (ValueId v = 0; v < ssa.values.size(); ++v) parent.push_back(v);
+  parent.resize(ssa.values.size());
+  for (ValueId v = 0; v < ssa.values.size(); ++v) parent[v] = v;
   auto& undo = scratch.undo;
   undo.clear();
   auto& stack = scratch.stack;
   stack.clear();
-  auto enter = [&](BlockId b) {
-    stack.push_back({b, 0, undo.size()});
-    for (const auto& phi : ssa.phis[b]) {
-      undo.emplace_back(phi.reg, cur[phi.reg]);
-      cur[phi.reg] = phi.value;
-    }
-    std::copy(cur.begin(), cur.end(), ssa.entry_values.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b) * R));
-    const InstrId first = shape.block_begin[b];
-    for (InstrId k = first; k < shape.block_begin[b + 1]; ++k) {
-      const std::uint32_t u0 = shape.use_begin[k], u1 = shape.use_begin[k + 1];
-      for (std::uint32_t u = u0; u < u1; ++u) ssa.uses[u] = shape.uses[u] < R ? cur[shape.uses[u]] : kNoValue;
-      Reg d = dst[k];
-      if (d < R) {
-        auto v = static_cast<ValueId>(ssa.values.size());
-        ssa.values.push_back({SsaForm::Kind::kInstr, d, b, k - first});
-        bool copy = shape.is_copy(k) && u1 > u0 && ssa.uses[u0] != kNoValue;
-        parent.push_back(copy ? ssa.uses[u0] : v);
-        ssa.defs[k] = v;
-        undo.emplace_back(d, cur[d]);
-        cur[d] = v;
-      } else {
-        ssa.defs[k] = kNoValue;
+  // Local pointers to the arrays renaming reads and writes in place: the push_backs below may
+  // allocate, after which the compiler would otherwise reload every vector's data pointer.
+  const InstrId* block_begin = shape.block_begin.data();
+  const std::uint32_t* use_begin = shape.use_begin.data();
+  const Reg* reg_uses = shape.uses.data();
+  const std::uint8_t* flags = shape.flags.data();
+  const std::uint32_t* phi_begin = ssa.phis.offsets_.data();
+  const SsaForm::Phi* phis = ssa.phis.items_.data();
+  const std::uint32_t* succ_begin = cfg.succs.offsets_.data();
+  const BlockId* succs = cfg.succs.items_.data();
+  const std::uint32_t* pred_position = cfg.pred_position.data();
+  ValueId* uses = ssa.uses.data();
+  ValueId* defs = ssa.defs.data();
+  ValueId* entry_values = ssa.entry_values.data();
+  ValueId* phi_args = ssa.phi_args.data();
+  ValueId* live = cur.data();
+  // The walk enters one block per turn (`b`), in one place, so that the body is inlined with
+  // the pointers above in registers.
+  BlockId b = entry;
+  while (true) {
+    if (b != kNoBlock) {
+      stack.push_back({b, 0, undo.size()});
+      // Loop ends are hoisted: the stores below are 32-bit, like the offsets they end at.
+      for (const SsaForm::Phi *phi = phis + phi_begin[b], *end = phis + phi_begin[b + 1]; phi != end; ++phi) {
+        undo.emplace_back(phi->reg, live[phi->reg]);
+        live[phi->reg] = phi->value;
+      }
+      std::copy(live, live + R, entry_values + static_cast<std::size_t>(b) * R);
+      const InstrId first = block_begin[b];
+      for (InstrId k = first, last = block_begin[b + 1]; k < last; ++k) {
+        const std::uint32_t u0 = use_begin[k], u1 = use_begin[k + 1];
+        for (std::uint32_t u = u0; u < u1; ++u) uses[u] = reg_uses[u] < R ? live[reg_uses[u]] : kNoValue;
+        Reg d = dst[k];
+        if (d < R) {
+          auto v = static_cast<ValueId>(ssa.values.size());
+          ssa.values.push_back({SsaForm::Kind::kInstr, d, b, k - first});
+          bool copy = (flags[k] & FunctionShape::kCopy) != 0 && u1 > u0 && uses[u0] != kNoValue;
+          parent.push_back(copy ? uses[u0] : v);
+          defs[k] = v;
+          undo.emplace_back(d, live[d]);
+          live[d] = v;
+        } else {
+          defs[k] = kNoValue;
+        }
+      }
+      for (std::uint32_t e = succ_begin[b], e_end = succ_begin[b + 1]; e < e_end; ++e) {
+        const std::uint32_t j = pred_position[e];
+        const BlockId t = succs[e];
+        for (const SsaForm::Phi *phi = phis + phi_begin[t], *end = phis + phi_begin[t + 1]; phi != end; ++phi) {
+          phi_args[phi->first_arg + j] = live[phi->reg];
+        }
       }
     }
-    for (std::uint32_t e = cfg.succs.offsets_[b]; e < cfg.succs.offsets_[b + 1]; ++e) {
-      const std::uint32_t j = cfg.pred_position[e];
-      for (const auto& phi : ssa.phis[cfg.succs.items_[e]]) ssa.phi_args[phi.first_arg + j] = cur[phi.reg];
-    }
-  };
-  enter(entry);
-  while (!stack.empty()) {
+    if (stack.empty()) break;
     SsaScratch::Frame& fr = stack.back();
     const auto kids = dt.children[fr.block];
     if (fr.next_child < kids.size()) {
-      enter(kids[fr.next_child++]);
+      b = kids[fr.next_child++];
       continue;
     }
+    b = kNoBlock;
     std::size_t mark = fr.undo_mark;
     while (undo.size() > mark) {
-      cur[undo.back().first] = undo.back().second;
+      live[undo.back().first] = undo.back().second;
       undo.pop_back();
     }
     stack.pop_back();
   }
 
   // 4. Copy roots. Trivial phis, in RPO so that most chains resolve in one sweep.
-  parent.resize(ssa.values.size());
-  for (BlockId b : cfg.rpo) {
-    for (const auto& phi : ssa.phis[b]) {
+  ValueId* root_of = parent.data();
+  for (BlockId y : cfg.rpo) {
+    for (const SsaForm::Phi *phi = phis + phi_begin[y], *end = phis + phi_begin[y + 1]; phi != end; ++phi) {
+      // A phi is its own root until this visit: only a phi's own visit re-roots it.
+      const ValueId self = phi->value;
+      const ValueId* in = phi_args + phi->first_arg;
+      const ValueId* in_end = in + phi->num_args;
       ValueId only = kNoValue;
       bool trivial = true;
-      const ValueId self = find_root(parent, phi.value);
-      for (ValueId in : ssa.incoming(phi)) {
-        if (in == kNoValue) continue;  // from an unreachable predecessor
-        ValueId root = find_root(parent, in);
+      for (; in != in_end; ++in) {
+        if (*in == kNoValue) continue;  // from an unreachable predecessor
+        const ValueId root = find_root(root_of, *in);
         if (root == self) continue;
         if (only == kNoValue) {
           only = root;
@@ -292,11 +342,12 @@ void run_ssa(const FunctionShape& shape, const Cfg& cfg, const DomTree& dt, cons
           break;
         }
       }
-      if (trivial && only != kNoValue) parent[self] = only;
+      if (trivial && only != kNoValue) root_of[self] = only;
     }
   }
   ssa.copy_root.resize(ssa.values.size());
-  for (ValueId v = 0; v < ssa.values.size(); ++v) ssa.copy_root[v] = find_root(parent, v);
+  ValueId* copy_root = ssa.copy_root.data();
+  for (ValueId v = 0; v < ssa.values.size(); ++v) copy_root[v] = find_root(root_of, v);
 }
 
 std::string print_ssa(const Function& f, const Cfg& cfg, const SsaForm& ssa) {

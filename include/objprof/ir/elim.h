@@ -64,8 +64,8 @@ struct ElimOptions {
   bool allocation_marks = false;
   bool receiver_marked = false;
   bool roots_marked = false;
-  // Global pass, for tests: recompute every block's exit facts with the full transfer and abort
-  // if the closed-form block summaries the fixed point used disagree (an objprof bug).
+  // Global pass, for tests: recompute every block's exit facts from its final entry facts and
+  // abort if they differ from those the fixed point stored (an objprof bug).
   bool self_check = false;
 };
 
