@@ -12,7 +12,8 @@
 #   run_lua_test.sh fault   BIN SCRIPT FAULT      with barrier elimination, objprof-lua-check finds no
 #                                                  violation, and some with OBJPROF_LUA_ELIM_FAULT=FAULT
 #   run_lua_test.sh dump    BIN                   string.dump under barrier elimination writes what
-#                                                  stock Lua writes (standard opcodes only)
+#                                                  stock Lua writes (standard opcodes only); a
+#                                                  malformed undumped chunk is left as it is
 # The diff mode also runs objprof-lua-check with barrier elimination (OBJPROF_LUA_ELIM=1): the
 # same output, no access made barrier-free finds its object unmarked, and the static checker
 # (check_shape) finds no violation in any prototype's decisions.
@@ -198,6 +199,21 @@ LUA
     cmp "$work/stock.bin" "$work/elim.bin" || { echo "FAIL: string.dump differs from stock Lua's"; exit 1; }
     cmp -s "$work/stock.out" "$work/elim.out" || { echo "FAIL: the results differ"; exit 1; }
     echo "dump: $rewritten accesses rewritten; string.dump is byte-identical to stock Lua's ($(stat -c %s "$work/stock.bin") bytes)"
+    # Lua does not verify undumped code: a chunk whose first opcode is past Lua's table loads,
+    # and the pass leaves it as it is (no crash, no rewrite). It is never run.
+    cat >"$work/bad.lua" <<'LUA'
+local s = string.dump(assert(load("local t = {} t.x = 1 return t.x")), true)
+-- a 31-byte header, the upvalue count, the stripped source, two line numbers, three bytes,
+-- and the code size (one byte with its high bit set): the first instruction is byte 40
+assert(s:byte(32) == 1 and s:byte(33) == 0x80 and s:byte(39) & 0x80 ~= 0, "unexpected dump layout")
+local bad = s:sub(1, 39) .. string.char(0x7f | (s:byte(40) & 0x80)) .. s:sub(41)
+print(type(load(bad, "=bad", "b")))
+LUA
+    OBJPROF_LUA_ELIM=1 OBJPROF_LUA_STATS=1 OBJPROF_LUA_REPORT=0 "${emu[@]}" "$bin/objprof-lua" "$work/bad.lua" >"$work/bad.out" 2>"$work/bad.err" ||
+      { echo "FAIL: loading a malformed chunk:"; cat "$work/bad.err"; exit 1; }
+    grep -q '^function$' "$work/bad.out" && grep -q ' 1 prototypes left as they were$' "$work/bad.err" ||
+      { echo "FAIL: the malformed chunk was not left as it was:"; cat "$work/bad.out" "$work/bad.err"; exit 1; }
+    echo "dump: a chunk with an opcode past Lua's table is left as it is"
     ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac
