@@ -15,34 +15,31 @@ class FreeRuns {
   FreeRuns(Profiler* profiler, bool ranges) : profiler_(profiler), ranges_(ranges) {}
   FreeRuns(const FreeRuns&) = delete;
   FreeRuns& operator=(const FreeRuns&) = delete;
-  ~FreeRuns() { flush(); }
 
-  // A dead object whose cell is [a, a + cell).
-  void dead(Address a, std::uint64_t cell) {
+  // A dead object at `a`: it starts a run, or joins the one in progress. Free cells need no
+  // call: a run covers everything up to where it is flushed.
+  void dead(Address a) {
     if (!profiler_) return;
     if (!ranges_) {
       profiler_->on_free(a);
       return;
     }
-    if (count_ == 0) begin_ = a;
-    ++count_;
-    end_ = a + cell;
+    if (count_++ == 0) begin_ = a;
   }
-  // Memory that holds no object (a free cell): it joins a run in progress.
-  void gap(Address a, std::uint64_t cell) {
-    if (count_ != 0) end_ = a + cell;
-  }
-  // A live object or the end of a step: the run so far is reported.
-  void flush() {
+  // A live object at `at`, or the walk stops at `at` (the end of a step or of the space): the
+  // run so far, [first dead object, at), holds no live object and is reported, free cells and
+  // all, as one on_free_range (one on_free for a lone dead object). The walk does no more per
+  // cell than count: the range's end is where the walk already is.
+  void flush(Address at) {
     if (count_ == 1) profiler_->on_free(begin_);
-    else if (count_ > 1) profiler_->on_free_range(begin_, end_ - begin_);
+    else if (count_ > 1) profiler_->on_free_range(begin_, at - begin_);
     count_ = 0;
   }
 
  private:
   Profiler* profiler_;
   bool ranges_;
-  Address begin_ = 0, end_ = 0;
+  Address begin_ = 0;
   std::uint64_t count_ = 0;
 };
 

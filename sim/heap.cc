@@ -542,17 +542,17 @@ void Heap::collect_semispace(GcInfo& info) {
   for (Address a = from_begin_; a < bump_;) {
     const ObjHeader& h = header(a);
     if (h.flags & kForwarded) {
-      deaths.flush();
+      deaths.flush(a);
       a += object_size(h.word);
     } else {
       const std::uint64_t size = object_size(a);
-      deaths.dead(a, size);
+      deaths.dead(a);
       ++info.freed_objects;
       info.freed_bytes += size;
       a += size;
     }
   }
-  deaths.flush();
+  deaths.flush(bump_);
   std::swap(from_begin_, to_begin_);
   std::swap(from_end_, to_end_);
   bump_ = free;

@@ -62,17 +62,16 @@ bool Heap::sweep_cells_loop(std::uint64_t budget) {
     std::uint64_t cell;
     if (h.type == kFreeCellType) {
       cell = h.word;
-      if constexpr (kReport) deaths.gap(a, cell);
       if (sweep_run_ == 0) sweep_run_ = a;
     } else {
       const std::uint64_t size = object_size(a);
       cell = cell_size(size);
       if (is_marked(a)) {
-        if constexpr (kReport) deaths.flush();
+        if constexpr (kReport) deaths.flush(a);
         close_run(a);
         gc_.live_bytes_after += cell;
       } else {
-        if constexpr (kReport) deaths.dead(a, cell);
+        if constexpr (kReport) deaths.dead(a);
         ++gc_.freed_objects;
         gc_.freed_bytes += size;
         h.type = kFreeCellType;
@@ -82,7 +81,7 @@ bool Heap::sweep_cells_loop(std::uint64_t budget) {
     }
     a += cell;
   }
-  if constexpr (kReport) deaths.flush();
+  if constexpr (kReport) deaths.flush(a);
   sweep_cursor_ = a;  // may pass `stop` by the rest of the last cell
   if (sweep_cursor_ < sweep_end_) return false;
   if (sweep_run_ != 0) {

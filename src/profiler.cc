@@ -111,7 +111,13 @@ struct ProfilerState {
 
   StaleTracker tracker;
   LeakPaths paths;  // with ProfilerOptions::heap_walker: paths from roots per (site, type)
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> words;  // scratch for bitmap harvests
+  // The epoch's access bits, per space, from gc_begin's harvest to gc_end, where the tracker
+  // applies them in its one pass, with the marked words that clear each buffer afterwards.
+  // Declared after `bitmaps`: a snapshot must not outlive its bitmap, and members are destroyed
+  // in reverse order.
+  std::vector<std::optional<BitmapSnapshot>> held_bits;
+  std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> held_words;
+  std::vector<const BitmapSnapshot*> held_bit_ptrs;  // scratch for gc_end
   std::vector<MoveLog> gc_moves;                               // scratch for gc_end
   std::vector<RangeMoveLog> gc_ranges;
   std::vector<Address> gc_frees;
@@ -177,6 +183,15 @@ void name_group(const ProfilerState& st, LeakGroup& g) {
   if (auto it = st.sites.find(g.site_id); it != st.sites.end()) {
     g.method = it->second.method;
     g.bytecode_offset = it->second.bytecode_offset;
+  }
+}
+
+// Each held snapshot goes back to its bitmap clean, at the cost of its marked words.
+void release_held_bits(ProfilerState& st) {
+  for (std::size_t s = 0; s < st.held_bits.size(); ++s) {
+    if (!st.held_bits[s]) continue;
+    st.held_bits[s]->clear_words(st.held_words[s]);
+    st.held_bits[s].reset();
   }
 }
 
@@ -654,8 +669,8 @@ Status Profiler::gc_begin(GcKind kind) {
       if (EventBuffer* b = t->buffer()) b->flush();
       st.objects_tracked.fetch_add(st.tracker.add(t->pending_tracked()), std::memory_order_relaxed);
       t->pending_tracked().clear();
-      st.objects_tracked.fetch_add(st.tracker.add_records(t->pending_records()), std::memory_order_relaxed);
-      t->pending_records().clear();
+      // The thread's records change hands (no copy): most die in this GC and never reach the table.
+      st.objects_tracked.fetch_add(st.tracker.adopt_young(t->pending_records()), std::memory_order_relaxed);
       resizes.insert(resizes.end(), t->pending_resizes().begin(), t->pending_resizes().end());
       t->pending_resizes().clear();
       const std::uint64_t own = t->allocated_bytes.load(std::memory_order_relaxed);
@@ -684,19 +699,22 @@ Status Profiler::gc_begin(GcKind kind) {
     EventBuffer::put_u64(p, bytes);
   }
   // Harvest the epoch's bits: swap each bitmap (the mutator-visible part is one pointer
-  // exchange), dump, and apply them to the tracked objects at their pre-GC addresses.
+  // exchange) and dump them; gc_end applies them to the tracked objects at their pre-GC
+  // addresses, in the tracker's one pass over its records.
+  st.held_bits.resize(st.bitmaps.size());
+  st.held_words.resize(st.bitmaps.size());
   for (std::size_t s = 0; s < st.bitmaps.size(); ++s) {
     auto snap = st.bitmaps[s]->snapshot_and_clear();
     if (!snap.ok()) {
+      release_held_bits(st);
       st.in_bracket = false;
       if (st.writer) st.writer->release_held();
       in_gc_.store(false);
       return snap.error();
     }
-    st.bits_harvested += snap->nonzero_words(st.words);  // one pass: count and collect
-    if (st.control) write_bitmap(*st.control, static_cast<std::uint32_t>(s), *snap, st.words);
-    st.tracker.apply_bits(s, *snap, static_cast<std::uint32_t>(e));
-    snap->clear_words(st.words);  // the buffer goes back clean at the cost of its marks
+    st.bits_harvested += snap->nonzero_words(st.held_words[s]);  // one pass: count and collect
+    if (st.control) write_bitmap(*st.control, static_cast<std::uint32_t>(s), *snap, st.held_words[s]);
+    st.held_bits[s].emplace(std::move(*snap));
   }
   if (st.control) st.control->flush();
   return {};
@@ -832,7 +850,11 @@ Status Profiler::gc_end() {
     st.root_marks += local.roots_seen;
     local.moves_seen = local.frees_seen = local.free_ranges_seen = local.roots_seen = 0;
   }
-  st.tracker.apply(moves, ranges, frees, free_ranges);
+  std::vector<const BitmapSnapshot*>& bits = st.held_bit_ptrs;
+  bits.clear();
+  for (const auto& h : st.held_bits) bits.push_back(h ? &*h : nullptr);
+  st.tracker.apply(bits, e, moves, ranges, frees, free_ranges);
+  release_held_bits(st);
   if (st.checker) st.checker->gc_end();
 
   // This cycle proves its survivors reachable only if it examined the whole heap.

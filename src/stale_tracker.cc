@@ -39,6 +39,7 @@ void StaleTracker::set_spaces(std::vector<HeapSpace> spaces) {
   mask_.assign(spaces_.size(), 0);
   new_addr_.assign(spaces_.size(), {});
   next_.assign(spaces_.size(), {});
+  young_.clear();
   starts_.clear();
   starts_.resize(spaces_.size());
   freed_.clear();
@@ -109,15 +110,20 @@ bool StaleTracker::GranuleBits::any_in(std::uint64_t g0, std::uint64_t g1) const
 }
 
 void StaleTracker::claim_from(std::size_t s, std::size_t first) noexcept {
-  if (first >= tables_[s].size() || !exact_starts_) return;
+  if (first >= tables_[s].size()) return;
+  claim_all(s, std::span<const TrackedRecord>(tables_[s]).subspan(first));
+}
+
+void StaleTracker::claim_all(std::size_t s, std::span<const TrackedRecord> records) noexcept {
+  if (records.empty() || !exact_starts_) return;
   if (!starts_[s].ensure(spaces_[s].granule_count())) {
     exact_starts_ = false;  // the filter lets everything through from now on
     return;
   }
   std::uint64_t* words = starts_[s].words();
   std::uint64_t seen = 0;
-  for (std::size_t i = first; i < tables_[s].size(); ++i) {
-    const std::uint32_t g = tables_[s][i].granule;
+  for (const TrackedRecord& r : records) {
+    const std::uint32_t g = r.granule;
     const std::uint64_t bit = std::uint64_t{1} << (g & 63);
     seen |= words[g >> 6] & bit;
     words[g >> 6] |= bit;
@@ -151,6 +157,35 @@ std::uint64_t StaleTracker::add_records(std::span<const TrackedRecord> records) 
   return records.size();
 }
 
+std::uint64_t StaleTracker::adopt_young(std::vector<TrackedRecord>& records) {
+  if (records.empty() || spaces_.size() != 1) {
+    records.clear();
+    // A thread without room (its vector went to an earlier GC) gets an emptied one back.
+    if (records.capacity() == 0 && !spare_.empty()) {
+      records.swap(spare_.back());
+      spare_.pop_back();
+    }
+    return 0;
+  }
+  const std::uint64_t n = records.size();
+  claim_all(0, records);
+  young_.emplace_back().swap(records);
+  if (!spare_.empty()) {
+    records.swap(spare_.back());
+    spare_.pop_back();
+  }
+  return n;
+}
+
+void StaleTracker::settle_young() {
+  for (std::vector<TrackedRecord>& y : young_) {
+    tables_[0].insert(tables_[0].end(), y.begin(), y.end());
+    y.clear();
+    spare_.push_back(std::move(y));
+  }
+  young_.clear();
+}
+
 std::uint64_t StaleTracker::add(std::span<const PendingTracked> objects) {
   std::uint64_t added = 0;
   // Appended after the older records, so a duplicate granule keeps the newer one at apply();
@@ -169,6 +204,7 @@ std::uint64_t StaleTracker::add(std::span<const PendingTracked> objects) {
 
 std::uint64_t StaleTracker::resize(std::span<const PendingResize> resizes) {
   if (resizes.empty()) return 0;
+  settle_young();  // the resized objects are looked up in the table
   // One object's resizes of one epoch all concern the same object (memory is reused only
   // after a GC's frees, and a bracket's resizes wait for the next gc_begin), so the last one
   // per address is its footprint now.
@@ -260,28 +296,38 @@ std::int64_t StaleTracker::locate(Address a, std::size_t& s) const noexcept {
   return lookup(s, static_cast<std::uint32_t>(spaces_[s].granule_of(a)));
 }
 
-StaleTracker::ApplyResult StaleTracker::apply(std::span<const MoveLog> moves, std::span<const RangeMoveLog> ranges,
+StaleTracker::ApplyResult StaleTracker::apply(std::span<const BitmapSnapshot* const> bits, std::uint32_t epoch,
+                                              std::span<const MoveLog> moves, std::span<const RangeMoveLog> ranges,
                                               std::span<const Address> frees, std::span<const FreeRangeLog> free_ranges) {
   ApplyResult res;
-  bool any = false;
+  auto bits_of = [&](std::size_t s) { return s < bits.size() ? bits[s] : nullptr; };
+  bool any = !young_.empty();
   for (const auto& t : tables_) any |= !t.empty();
   if (!any) return res;  // nothing tracked: the GC's events concern no record
   bool bits_mapped = true;
   for (std::size_t s = 0; s < tables_.size(); ++s)
-    if (!tables_[s].empty()) bits_mapped &= freed_[s].ensure(spaces_[s].granule_count());
+    if (!tables_[s].empty() || (s == 0 && !young_.empty())) bits_mapped &= freed_[s].ensure(spaces_[s].granule_count());
   if (moves.empty() && ranges.empty() && !conflicts_pending_ && exact_starts_ && bits_mapped) {
     // Nothing moved and every start is claimed once: deaths are bits, and one pass over each
-    // table drops the dead with their start bits. No index.
-    for (std::size_t s = 0; s < tables_.size(); ++s)
-      if (!tables_[s].empty()) res.freed += kill_freed(s, frees, free_ranges, true);
+    // table (the young records last) drops the dead with their start bits and applies the
+    // access bits to the rest. No index.
+    for (std::size_t s = 0; s < tables_.size(); ++s) {
+      if (tables_[s].empty() && (s != 0 || young_.empty())) continue;
+      const bool any_freed = mark_freed(s, frees, free_ranges);
+      res.freed += sweep_table(s, bits_of(s), epoch, any_freed);
+      if (any_freed) unmark_freed(s, frees, free_ranges);
+    }
     return res;
   }
+  settle_young();
+  for (std::size_t s = 0; s < tables_.size(); ++s)
+    if (const BitmapSnapshot* b = bits_of(s); b && !tables_[s].empty()) apply_bits(s, *b, epoch);
   for (std::size_t s = 0; s < tables_.size(); ++s)
     if (!tables_[s].empty()) res.conflicts += build_index(s);
   conflicts_pending_ = false;
   for (std::size_t s = 0; s < tables_.size(); ++s) {
     if (tables_[s].empty()) continue;
-    res.freed += kill_freed(s, frees, free_ranges, false);  // by search if the bits could not be mapped
+    res.freed += kill_freed(s, frees, free_ranges);  // by search if the bits could not be mapped
   }
   // The start bits follow: every pre-GC start goes, the survivors' (post-GC) starts come back.
   if (exact_starts_)
@@ -372,68 +418,103 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const MoveLog> moves, st
 // start in it. Each record then tests the bit of its first granule: O(records + deaths +
 // freed bytes / 512) and no search or index, however many frees and ranges a GC reports (a
 // lazy sweep reports a range per step).
-std::uint64_t StaleTracker::kill_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs,
-                                       bool erase) {
-  const HeapSpace& space = spaces_[s];
+namespace {
+
+// Granules [g0, g1) of `space` start inside the run: g0 = ceil(off / G), g1 = ceil((off +
+// bytes) / G). False for a run of another space or one that holds no granule start.
+bool span_of(const HeapSpace& space, const FreeRangeLog& run, std::uint64_t& g0, std::uint64_t& g1) {
+  if (run.bytes == 0 || !space.contains(run.from)) return false;
   const unsigned lg = space.log2_alignment();
-  const std::uint64_t granules = space.granule_count();
-  // Granules [g0, g1) start inside the run: g0 = ceil(off / G), g1 = ceil((off + bytes) / G).
-  // False for a run of another space or one that holds no granule start.
-  auto span_of = [&](const FreeRangeLog& run, std::uint64_t& g0, std::uint64_t& g1) {
-    if (run.bytes == 0 || !space.contains(run.from)) return false;
-    const Address off = run.from - space.begin();
-    const std::uint64_t end = std::min(off + run.bytes, space.size());
-    g0 = (off + (std::uint64_t{1} << lg) - 1) >> lg;
-    g1 = std::min((end + (std::uint64_t{1} << lg) - 1) >> lg, granules);
-    return g0 < g1;
-  };
-  auto start_of = [&](Address a, std::uint64_t& g) {
-    if (!space.contains(a) || !space.is_aligned(a)) return false;
-    g = space.granule_of(a);
-    return true;
-  };
+  const Address off = run.from - space.begin();
+  const std::uint64_t end = std::min(off + run.bytes, space.size());
+  g0 = (off + (std::uint64_t{1} << lg) - 1) >> lg;
+  g1 = std::min((end + (std::uint64_t{1} << lg) - 1) >> lg, space.granule_count());
+  return g0 < g1;
+}
+
+bool start_of(const HeapSpace& space, Address a, std::uint64_t& g) {
+  if (!space.contains(a) || !space.is_aligned(a)) return false;
+  g = space.granule_of(a);
+  return true;
+}
+
+}  // namespace
+
+bool StaleTracker::mark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs) {
   GranuleBits& bits = freed_[s];
-  if (!bits.ensure(granules)) return kill_freed_by_search(s, frees, runs);
   bool any = false;
   for (Address a : frees) {
     std::uint64_t g = 0;
-    if (!start_of(a, g)) continue;
+    if (!start_of(spaces_[s], a, g)) continue;
     bits.set(g);
     any = true;
   }
   for (const FreeRangeLog& run : runs) {
     std::uint64_t g0 = 0, g1 = 0;
-    if (!span_of(run, g0, g1)) continue;
+    if (!span_of(spaces_[s], run, g0, g1)) continue;
     bits.set_span(g0, g1);
     any = true;
   }
-  if (!any) return 0;
-  std::uint64_t freed = 0;
-  std::vector<TrackedRecord>& t = tables_[s];
-  if (erase) {
-    GranuleBits& starts = starts_[s];
-    std::erase_if(t, [&](const TrackedRecord& r) {
-      if (r.site_type == kDead) return true;
-      if (!bits.test(r.granule)) return false;
-      starts.clear(r.granule);
-      ++freed;
-      return true;
-    });
-  } else {
-    for (TrackedRecord& r : t) {
-      if (r.site_type == kDead || !bits.test(r.granule)) continue;
-      r.site_type = kDead;
-      ++freed;
-    }
-  }
+  return any;
+}
+
+void StaleTracker::unmark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs) {
+  GranuleBits& bits = freed_[s];
   for (Address a : frees) {
     std::uint64_t g = 0;
-    if (start_of(a, g)) bits.clear(g);
+    if (start_of(spaces_[s], a, g)) bits.clear(g);
   }
   for (const FreeRangeLog& run : runs) {
     std::uint64_t g0 = 0, g1 = 0;
-    if (span_of(run, g0, g1)) bits.clear_span(g0, g1);
+    if (span_of(spaces_[s], run, g0, g1)) bits.clear_span(g0, g1);
   }
+}
+
+std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed) {
+  const GranuleBits& freed = freed_[s];
+  GranuleBits& starts = starts_[s];
+  std::uint64_t dead = 0;
+  // One record's step: false if it died (its start bit goes with it).
+  auto keep = [&](TrackedRecord& r) {
+    if (any_freed && freed.test(r.granule)) {
+      starts.clear(r.granule);
+      ++dead;
+      return false;
+    }
+    if (bits && bits->test_granule(r.granule)) r.last_access = epoch;
+    return true;
+  };
+  std::vector<TrackedRecord>& t = tables_[s];
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    TrackedRecord r = t[i];
+    if (r.site_type != kDead && keep(r)) t[n++] = r;
+  }
+  t.resize(n);
+  if (s == 0) {
+    for (std::vector<TrackedRecord>& y : young_) {
+      for (TrackedRecord r : y)
+        if (keep(r)) t.push_back(r);
+      y.clear();
+      spare_.push_back(std::move(y));
+    }
+    young_.clear();
+  }
+  return dead;
+}
+
+// Marks the dead (for a GC that goes through the index).
+std::uint64_t StaleTracker::kill_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs) {
+  if (!freed_[s].ensure(spaces_[s].granule_count())) return kill_freed_by_search(s, frees, runs);
+  if (!mark_freed(s, frees, runs)) return 0;
+  const GranuleBits& bits = freed_[s];
+  std::uint64_t freed = 0;
+  for (TrackedRecord& r : tables_[s]) {
+    if (r.site_type == kDead || !bits.test(r.granule)) continue;
+    r.site_type = kDead;
+    ++freed;
+  }
+  unmark_freed(s, frees, runs);
   return freed;
 }
 
@@ -466,12 +547,15 @@ StaleTracker::~StaleTracker() = default;
 std::uint64_t StaleTracker::live() const noexcept {
   std::uint64_t n = 0;
   for (const auto& t : tables_) n += t.size();
+  for (const auto& y : young_) n += y.size();
   return n;
 }
 
 std::uint64_t StaleTracker::bytes() const noexcept {
   std::uint64_t n = 0;
   for (const auto& t : tables_) n += t.capacity() * sizeof(TrackedRecord);
+  for (const auto& y : young_) n += y.capacity() * sizeof(TrackedRecord);
+  for (const auto& y : spare_) n += y.capacity() * sizeof(TrackedRecord);
   return n;
 }
 

@@ -1,10 +1,15 @@
 // StaleTracker (private): the online leak detector's table. One table per space, each a
 // vector of 16-byte records in no particular order, so the profiler keeps 16 bytes per tracked
 // object beyond the bitmap, plus heap-side metadata like the bitmap's: one bit per granule where
-// a tracked object starts (`starts`), kept up to date as records come, die and move. Updates
-// from the hooks are logged and applied in bulk at GC: new objects are appended at gc_begin,
-// the epoch's access bits applied to every record, and at gc_end the GC's deaths become bits
-// too (one per freed start, a run of them per freed range) that one pass over the table tests.
+// a tracked object starts (`starts`), kept up to date as records come, die and move.
+//
+// Updates from the hooks are logged and applied in bulk, in one pass per GC where possible. At
+// gc_begin the epoch's new objects are adopted where the allocating threads wrote them (their
+// vectors change hands; only their start bits are set), and the epoch's access bits are kept
+// as a snapshot. At gc_end the GC's deaths become bits too (one per freed start, a run of them
+// per freed range), and one pass over the table drops the dead, applies the access bits to the
+// living, then does the same for the adopted young records and appends only their survivors:
+// most tracked objects die in their first GC and are never copied into the table.
 // A GC that moves nothing builds no index; a moving one builds an open-addressing index
 // (granule -> record) for its moves. The start bits are also the collector hooks' exact filter:
 // an event at an address where no tracked object starts is dropped with one bit test.
@@ -67,19 +72,26 @@ class StaleTracker {
   // The same for records of the only space, as on_alloc writes them (granule, pair, size,
   // birth): one copy, then one bit per object.
   std::uint64_t add_records(std::span<const TrackedRecord> records);
+  // The same without the copy (at gc_begin, mutators stopped): takes the vector's records as
+  // this GC's young ones, so a thread's vector changes hands instead of being copied, and gives
+  // the thread back an emptied vector of an earlier GC (with its capacity: steady-state on_alloc
+  // grows none). The next apply() drops the young that died and appends the rest to the table.
+  // Returns how many are tracked.
+  std::uint64_t adopt_young(std::vector<TrackedRecord>& records);
   // Applies the epoch's footprint changes (at gc_begin, after add): a tracked object takes its
   // new size; an untracked one is tracked from now on, with the resize's site, type and epoch
   // as its birth. Returns how many objects started being tracked.
   std::uint64_t resize(std::span<const PendingResize> resizes);
-  // last_access = epoch for every record whose granule is marked in `bits` (space index i).
-  void apply_bits(std::size_t space, const BitmapSnapshot& bits, std::uint32_t epoch);
   struct ApplyResult { std::uint64_t freed = 0, moved = 0, left_spaces = 0, conflicts = 0; };
-  // Applies one GC's deaths and moves, looked up at their pre-GC addresses. Two live records
-  // at one granule mean the runtime reused memory without reporting a free (or moved two
-  // objects to one place): the one added or moved there later is kept, and it is counted
-  // as a conflict (at the GC that finds it).
-  ApplyResult apply(std::span<const MoveLog> moves, std::span<const RangeMoveLog> ranges,
-                    std::span<const Address> frees, std::span<const FreeRangeLog> free_ranges);
+  // Applies one GC: the epoch's access bits (`bits[s]`, the snapshot harvested at gc_begin for
+  // space s, or null) as last_access = epoch to every record marked at its pre-GC granule, and
+  // the GC's deaths and moves, looked up at their pre-GC addresses. Two live records at one
+  // granule mean the runtime reused memory without reporting a free (or moved two objects to
+  // one place): the one added or moved there later is kept, and it is counted as a conflict
+  // (at the GC that finds it).
+  ApplyResult apply(std::span<const BitmapSnapshot* const> bits, std::uint32_t epoch, std::span<const MoveLog> moves,
+                    std::span<const RangeMoveLog> ranges, std::span<const Address> frees,
+                    std::span<const FreeRangeLog> free_ranges);
 
   // The collector hooks' filter (called from collector threads during a GC, when nothing
   // writes the start bits): false only if no tracked object starts in [a, a + bytes), a range
@@ -130,6 +142,8 @@ class StaleTracker {
     for (auto& t : tables_)
       for (TrackedRecord& r : t)
         if (r.site_type != kDead) r.site_type = map(r.site_type);
+    for (auto& y : young_)
+      for (TrackedRecord& r : y) r.site_type = map(r.site_type);
   }
 
   std::uint64_t live() const noexcept;
@@ -162,6 +176,18 @@ class StaleTracker {
   };
 
   int space_of(Address a) const noexcept;
+  // Appends the adopted young records to the only space's table (a GC that needs every record
+  // in the table: resizes, moves, conflicts), in adoption order, after the older records.
+  void settle_young();
+  // last_access = epoch for every record of space s whose granule is marked in `bits`.
+  void apply_bits(std::size_t space, const BitmapSnapshot& bits, std::uint32_t epoch);
+  // Sets the bits of `freed_[s]` for a GC's freed starts and ranges; false if none is in space s.
+  bool mark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
+  // Clears them again (only the words set), so the scratch bits start the next GC clear.
+  void unmark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
+  // The non-moving GC's one pass over a table of space s (and then its young records): drops
+  // the dead (marked in freed_[s] when `any_freed`) with their start bits, applies `bits`.
+  std::uint64_t sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed);
   // Builds index_[s] over tables_[s], killing the earlier of two records at one granule.
   std::uint64_t build_index(std::size_t s);
   // Index of the live record of space s starting at granule g, or -1.
@@ -170,16 +196,23 @@ class StaleTracker {
   std::int64_t locate(Address a, std::size_t& s) const noexcept;
   // claim_start for the records of space s from index `first` on.
   void claim_from(std::size_t s, std::size_t first) noexcept;
+  // Claims the starts of `records` (of space s).
+  void claim_all(std::size_t s, std::span<const TrackedRecord> records) noexcept;
   // A record starts at granule g of space s from now on (a second one there is a conflict).
   void claim_start(std::size_t s, std::uint64_t g) noexcept;
   // Kills the live records of space s that start at a freed address or in a freed range;
   // `erase` drops them (and their start bits) from the table, otherwise they are marked dead.
   // Returns how many died.
-  std::uint64_t kill_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs, bool erase);
+  std::uint64_t kill_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
   std::uint64_t kill_freed_by_search(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
 
   std::vector<HeapSpace> spaces_;
   std::vector<std::vector<TrackedRecord>> tables_;
+  // The only space's young records, adopted at gc_begin from the allocating threads (one
+  // vector each, in adoption order) and settled by apply(); `spare_` holds them emptied until
+  // the next adoption hands them back to the threads.
+  std::vector<std::vector<TrackedRecord>> young_;
+  std::vector<std::vector<TrackedRecord>> spare_;
   // Per space: where live records start (exact_starts_: every bit was mapped; if a mapping
   // failed, the filter lets every event through and every GC builds the index).
   std::vector<GranuleBits> starts_;

@@ -212,7 +212,8 @@ struct ProfilerStats {
   std::uint64_t free_ranges = 0;         // on_free_range calls
   std::uint64_t root_marks = 0;          // on_root calls that marked
   std::uint64_t trace_bytes = 0, trace_chunks = 0, trace_chunks_lost = 0;
-  std::uint64_t tracker_bytes = 0;       // memory of the stale tracker's table
+  std::uint64_t tracker_bytes = 0;       // memory of the stale tracker's table, and of the record
+                                         // buffers it holds for the threads between GCs
   std::uint64_t threads_attached = 0;    // ThreadStates alive now (detached ones are freed)
   std::uint64_t threads_detached = 0;    // detach_thread calls so far
   std::uint64_t protocol_errors = 0;     // ProtocolErrors reported so far
