@@ -307,14 +307,16 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const BitmapSnapshot* co
   bool bits_mapped = true;
   for (std::size_t s = 0; s < tables_.size(); ++s)
     if (!tables_[s].empty() || (s == 0 && !young_.empty())) bits_mapped &= freed_[s].ensure(spaces_[s].granule_count());
-  if (moves.empty() && ranges.empty() && !conflicts_pending_ && exact_starts_ && bits_mapped) {
-    // Nothing moved and every start is claimed once: deaths are bits, and one pass over each
-    // table (the young records last) drops the dead with their start bits and applies the
-    // access bits to the rest. No index.
+  if ((moves.empty() || spaces_.size() == 1) && ranges.empty() && !conflicts_pending_ && exact_starts_ && bits_mapped) {
+    // Single moves in the only space, or none, and every start claimed once: deaths are bits,
+    // moves are found in an index of the moves (not of the records: most records of a GC die
+    // and are never looked up), and one pass over each table (the young records last) drops
+    // the dead with their start bits, applies the access bits to the rest and re-homes the
+    // moved.
     for (std::size_t s = 0; s < tables_.size(); ++s) {
       if (tables_[s].empty() && (s != 0 || young_.empty())) continue;
       const bool any_freed = mark_freed(s, frees, free_ranges);
-      res.freed += sweep_table(s, bits_of(s), epoch, any_freed);
+      res.freed += sweep_table(s, bits_of(s), epoch, any_freed, moves, res);
       if (any_freed) unmark_freed(s, frees, free_ranges);
     }
     return res;
@@ -470,36 +472,95 @@ void StaleTracker::unmark_freed(std::size_t s, std::span<const Address> frees, s
   }
 }
 
-std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed) {
+void StaleTracker::index_moves(std::size_t s, std::span<const MoveLog> moves) {
+  const std::uint64_t size = std::bit_ceil(std::max<std::uint64_t>(16, 2 * moves.size()));
+  std::vector<std::uint64_t>& index = index_[s];
+  index.assign(size, 0);
+  mask_[s] = size - 1;
+  for (std::size_t i = 0; i < moves.size(); ++i) {
+    std::uint64_t g64 = 0;
+    if (!start_of(spaces_[s], moves[i].from, g64)) continue;  // no record starts there
+    const auto g = static_cast<std::uint32_t>(g64);
+    for (std::uint64_t h = slot_of(g, mask_[s]);; h = (h + 1) & mask_[s]) {
+      const std::uint64_t e = index[h];
+      if (e == 0 || (e >> 32) == g) {  // the same object moved twice: the later move wins
+        index[h] = (std::uint64_t{g} << 32) | (i + 1);
+        break;
+      }
+    }
+  }
+}
+
+std::int64_t StaleTracker::find_move(std::size_t s, std::uint32_t g) const noexcept {
+  const std::vector<std::uint64_t>& index = index_[s];
+  for (std::uint64_t h = slot_of(g, mask_[s]);; h = (h + 1) & mask_[s]) {
+    const std::uint64_t e = index[h];
+    if (e == 0) return -1;
+    if ((e >> 32) == g) return static_cast<std::int64_t>(e & 0xFFFF'FFFFu) - 1;
+  }
+}
+
+std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed,
+                                        std::span<const MoveLog> moves, ApplyResult& res) {
+  const HeapSpace& space = spaces_[s];
   const GranuleBits& freed = freed_[s];
   GranuleBits& starts = starts_[s];
+  const bool any_moves = !moves.empty();
+  if (any_moves) index_moves(s, moves);
+  std::vector<std::uint32_t>& rehomed = rehomed_;  // table positions of the moved survivors
+  rehomed.clear();
   std::uint64_t dead = 0;
-  // One record's step: false if it died (its start bit goes with it).
+  // One record's step: false if it died or left the space (its start bit goes with it). A moved
+  // record's old start bit goes now, its new one after the pass: a new place may be the old
+  // place of a record not visited yet.
+  bool moved = false;
   auto keep = [&](TrackedRecord& r) {
+    moved = false;
     if (any_freed && freed.test(r.granule)) {
       starts.clear(r.granule);
       ++dead;
       return false;
     }
     if (bits && bits->test_granule(r.granule)) r.last_access = epoch;
+    if (any_moves) {
+      if (const std::int64_t m = find_move(s, r.granule); m >= 0) {
+        starts.clear(r.granule);
+        const Address to = moves[static_cast<std::size_t>(m)].to;
+        if (!space.contains(to)) {
+          ++res.left_spaces;
+          return false;
+        }
+        r.granule = static_cast<std::uint32_t>(space.granule_of(to));
+        ++res.moved;
+        moved = true;
+      }
+    }
     return true;
   };
   std::vector<TrackedRecord>& t = tables_[s];
   std::size_t n = 0;
   for (std::size_t i = 0; i < t.size(); ++i) {
     TrackedRecord r = t[i];
-    if (r.site_type != kDead && keep(r)) t[n++] = r;
+    if (r.site_type == kDead || !keep(r)) continue;
+    if (moved) rehomed.push_back(static_cast<std::uint32_t>(n));
+    t[n++] = r;
   }
   t.resize(n);
   if (s == 0) {
     for (std::vector<TrackedRecord>& y : young_) {
-      for (TrackedRecord r : y)
-        if (keep(r)) t.push_back(r);
+      for (TrackedRecord r : y) {
+        if (!keep(r)) continue;
+        if (moved) rehomed.push_back(static_cast<std::uint32_t>(t.size()));
+        t.push_back(r);
+      }
       y.clear();
       spare_.push_back(std::move(y));
     }
     young_.clear();
   }
+  // Two records moved onto one place, or onto one that stayed, claim a start twice: the next
+  // apply() finds them through the record index.
+  for (const std::uint32_t i : rehomed) claim_start(s, t[i].granule);
   return dead;
 }
 

@@ -185,9 +185,15 @@ class StaleTracker {
   bool mark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
   // Clears them again (only the words set), so the scratch bits start the next GC clear.
   void unmark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
-  // The non-moving GC's one pass over a table of space s (and then its young records): drops
-  // the dead (marked in freed_[s] when `any_freed`) with their start bits, applies `bits`.
-  std::uint64_t sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed);
+  // The one pass over a table of space s (and then its young records) of a GC without range
+  // moves: drops the dead (marked in freed_[s] when `any_freed`) with their start bits,
+  // applies `bits`, and moves the moved (single moves, all in space s). Returns the dead.
+  std::uint64_t sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed,
+                            std::span<const MoveLog> moves, ApplyResult& res);
+  // index_[s] over a GC's moves (pre-GC granule -> move) instead of the records, and its lookup
+  // (the move's position, or -1).
+  void index_moves(std::size_t s, std::span<const MoveLog> moves);
+  std::int64_t find_move(std::size_t s, std::uint32_t g) const noexcept;
   // Builds index_[s] over tables_[s], killing the earlier of two records at one granule.
   std::uint64_t build_index(std::size_t s);
   // Index of the live record of space s starting at granule g, or -1.
@@ -225,6 +231,7 @@ class StaleTracker {
   std::vector<std::vector<Address>> new_addr_;
   std::vector<std::vector<TrackedRecord>> next_;
   std::vector<PendingResize> resize_scratch_;
+  std::vector<std::uint32_t> rehomed_;
   std::vector<FreeRangeLog> free_scratch_;
   std::vector<Address> frees_scratch_;
   // Per space, one bit per granule: the starts a GC's frees and free ranges cover (apply, then cleared).
