@@ -434,13 +434,21 @@ void init(GlobalHook& hook, Alloc frealloc, void* ud) noexcept {
 
 namespace {
 
+// The granule of o in the profiled space, as the barrier computes it; false if o lies outside
+// it (no barrier marks it either).
+bool granule_of(const objprof::BarrierDescriptor& d, const GCObject* o, std::uint64_t& granule) {
+  const Address offset = reinterpret_cast<Address>(o) - d.begin;
+  if (offset >= d.size) return false;
+  granule = offset >> d.log2_granule;
+  return true;
+}
+
 // Outside atomic(): the bit, as the barrier would set it (without disturbing the cache).
 void mark_now(Vm& vm, const GCObject* o) {
   const objprof::BarrierDescriptor& d = *vm.space;
-  const Address offset = reinterpret_cast<Address>(o) - d.begin;
-  if (offset < d.size)
-    objprof::AccessBitmap::mark_granule<objprof::MarkMode::kRacy>(d.bitmap.load(std::memory_order_relaxed),
-                                                                  offset >> d.log2_granule);
+  std::uint64_t granule = 0;
+  if (granule_of(d, o, granule))
+    objprof::AccessBitmap::mark_granule<objprof::MarkMode::kRacy>(d.bitmap.load(std::memory_order_relaxed), granule);
 }
 
 }  // namespace
@@ -527,6 +535,13 @@ void on_newproto(lua_State* L, Proto* p) {
 
 namespace {
 
+// Calls mark(object) for every collectable value in th's registers.
+template <class Mark>
+void for_each_register(lua_State* th, Mark&& mark) {
+  for (StkId o = th->stack; o < th->top; ++o)
+    if (iscollectable(s2v(o))) mark(gcvalue(s2v(o)));
+}
+
 // Calls mark(object) for the value of every upvalue of every Lua frame of th.
 template <class Mark>
 void for_each_frame_upvalue(lua_State* th, Mark&& mark) {
@@ -552,11 +567,9 @@ void on_stackroots(global_State* g, lua_State* th) {
     vm->roots_at_resume.insert(th);
     return;
   }
-  if (vm->opt.fault != Options::Fault::kNoRootMarks)
-    for (StkId o = th->stack; o < th->top; ++o)
-      if (iscollectable(s2v(o))) vm->prof->on_root(reinterpret_cast<Address>(gcvalue(s2v(o))));
-  if (g->objprof.upvalue_marks)
-    for_each_frame_upvalue(th, [&](const GCObject* o) { vm->prof->on_root(reinterpret_cast<Address>(o)); });
+  auto root = [&](const GCObject* o) { vm->prof->on_root(reinterpret_cast<Address>(o)); };
+  if (vm->opt.fault != Options::Fault::kNoRootMarks) for_each_register(th, root);
+  if (g->objprof.upvalue_marks) for_each_frame_upvalue(th, root);
 }
 
 // A thread runs again after other threads ran: they may have written the registers that its
@@ -566,10 +579,10 @@ void on_stackroots(global_State* g, lua_State* th) {
 void on_resume(lua_State* L) {
   Vm* vm = vm_of(L);
   if (!vm) return;
+  auto mark = [&](const GCObject* o) { mark_now(*vm, o); };
   if (!vm->roots_at_resume.empty() && vm->roots_at_resume.erase(L) != 0 && vm->opt.fault != Options::Fault::kNoRootMarks)
-    for (StkId o = L->stack; o < L->top; ++o)
-      if (iscollectable(s2v(o))) mark_now(*vm, gcvalue(s2v(o)));
-  if (G(L)->objprof.upvalue_marks) for_each_frame_upvalue(L, [&](const GCObject* o) { mark_now(*vm, o); });
+    for_each_register(L, mark);
+  if (G(L)->objprof.upvalue_marks) for_each_frame_upvalue(L, mark);
 }
 
 void on_resumed(lua_State* from) {
@@ -588,9 +601,8 @@ void check_unbarriered(lua_State* L, const GCObject* o) {
   Vm* vm = vm_of(L);
   if (!vm) return;
   const objprof::BarrierDescriptor& d = *hook.space;
-  const Address offset = reinterpret_cast<Address>(o) - d.begin;
-  if (offset >= d.size) return;  // not in the profiled space: no barrier would mark it either
-  const std::uint64_t granule = offset >> d.log2_granule;
+  std::uint64_t granule = 0;
+  if (!granule_of(d, o, granule)) return;  // not in the profiled space: no barrier would mark it either
   const std::uint8_t* bits = d.bitmap.load(std::memory_order_relaxed);
   if ((bits[granule >> 3] >> (granule & 7)) & 1) return;
   if (++hook.violations <= 5) {

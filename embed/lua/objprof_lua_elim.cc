@@ -314,8 +314,8 @@ void ProtoEliminator::run_one(Proto* p) {
     ++stats_.rewritten;
   }
   if (also_exact_) {
+    // The same analyses (CFG, dominators, SSA do not depend on the pass's options).
     objprof::ir::ElimOptions exact;
-    analyses_.reset(*shape);
     objprof::ir::GlobalElimPass(exact).run(analyses_, &result_);
     for (const objprof::ir::AccessDecision& d : result_.accesses)
       if (!d.kept && barrier_free(luaP_stdop(GET_OPCODE(p->code[d.site]))) >= 0) ++stats_.removed_exact;

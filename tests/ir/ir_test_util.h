@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "objprof/ir/elim.h"
+#include "objprof/ir/generate.h"
 #include "objprof/ir/text.h"
 
 #include <cstdlib>
@@ -13,6 +14,21 @@
 #include <string>
 
 namespace objprof::ir::test {
+
+// The property tests' random functions: `per_shape` of each CFG shape (structured,
+// unstructured, mixed). Function i of shape k comes from seed `seed + 100 k + i` with the
+// options tune(i, options) sets (blocks, registers); fn(k, i, function) runs on each.
+template <class Tune, class Fn>
+void for_each_generated(int per_shape, std::uint64_t seed, Tune&& tune, Fn&& fn) {
+  for (int k = 0; k < 3; ++k)
+    for (int i = 0; i < per_shape; ++i) {
+      GenOptions o;
+      o.shape = static_cast<CfgShape>(k);
+      tune(i, o);
+      Function f = generate_function(seed + 100 * static_cast<std::uint64_t>(k) + static_cast<std::uint64_t>(i), o);
+      fn(k, i, f);
+    }
+}
 
 inline std::string data_path(const std::string& name) { return std::string(OBJPROF_TEST_DATA_DIR) + "/ir/" + name; }
 

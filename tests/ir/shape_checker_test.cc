@@ -29,33 +29,30 @@ ElimResult global_pass(const FunctionShape& shape, const ElimOptions& options) {
 TEST_CASE("check_shape: the global pass's decisions pass, as they pass the IR checker", "[ir][shape][checker]") {
   const int per_shape = test::scaled(40);
   std::uint64_t accesses = 0, gcs = 0, removed = 0;
-  for (int shape_kind = 0; shape_kind < 3; ++shape_kind) {
-    for (int i = 0; i < per_shape; ++i) {
-      GenOptions g;
-      g.shape = static_cast<CfgShape>(shape_kind);
-      g.blocks = 2 + static_cast<std::uint32_t>((i * 29) % 120);
-      g.regs = 2 + static_cast<std::uint32_t>(i % 12);
-      Function f = generate_function(static_cast<std::uint64_t>(9100 + 100 * shape_kind + i), g);
-      f.has_receiver = i % 3 == 0 && !f.params.empty();
-      const FunctionShape shape = shape_of(f);
-      for (int model = 0; model < 4; ++model) {
-        ElimOptions o;
-        o.safepoints = model == 1 ? SafepointMode::kPaper : SafepointMode::kExact;
-        o.allocation_marks = o.receiver_marked = model >= 2;
-        o.roots_marked = model == 3;
-        Result<ElimResult> r = run_elim(f, o);
-        REQUIRE(r.ok());
-        removed += r->num_removed();
-        const CheckOptions co = check_options_for(*r, 40, 17 + static_cast<std::uint64_t>(i));
-        INFO("shape " << shape_kind << " function " << i << " model " << model);
-        const CheckReport on_shape = check_shape(shape, *r, co);
-        if (!on_shape.ok()) FAIL(format_violation(*on_shape.violation));
-        CHECK(check_function(f, *r, co).ok());
-        accesses += on_shape.accesses;
-        gcs += on_shape.gcs;
-      }
+  auto tune = [](int i, GenOptions& g) {
+    g.blocks = 2 + static_cast<std::uint32_t>((i * 29) % 120);
+    g.regs = 2 + static_cast<std::uint32_t>(i % 12);
+  };
+  test::for_each_generated(per_shape, 9100, tune, [&](int shape_kind, int i, Function& f) {
+    f.has_receiver = i % 3 == 0 && !f.params.empty();
+    const FunctionShape shape = shape_of(f);
+    for (int model = 0; model < 4; ++model) {
+      ElimOptions o;
+      o.safepoints = model == 1 ? SafepointMode::kPaper : SafepointMode::kExact;
+      o.allocation_marks = o.receiver_marked = model >= 2;
+      o.roots_marked = model == 3;
+      Result<ElimResult> r = run_elim(f, o);
+      REQUIRE(r.ok());
+      removed += r->num_removed();
+      const CheckOptions co = check_options_for(*r, 40, 17 + static_cast<std::uint64_t>(i));
+      INFO("shape " << shape_kind << " function " << i << " model " << model);
+      const CheckReport on_shape = check_shape(shape, *r, co);
+      if (!on_shape.ok()) FAIL(format_violation(*on_shape.violation));
+      CHECK(check_function(f, *r, co).ok());
+      accesses += on_shape.accesses;
+      gcs += on_shape.gcs;
     }
-  }
+  });
   // The runs were not vacuous: they accessed objects, collected, and the pass removed barriers.
   CHECK(accesses > 1000);
   CHECK(gcs > 100);
@@ -65,31 +62,26 @@ TEST_CASE("check_shape: the global pass's decisions pass, as they pass the IR ch
 TEST_CASE("check_shape: decisions made wrong on purpose fail, as they fail the IR checker", "[ir][shape][checker]") {
   const int per_shape = test::scaled(30);
   int caught_both = 0, tried = 0;
-  for (int shape_kind = 0; shape_kind < 3; ++shape_kind) {
-    for (int i = 0; i < per_shape; ++i) {
-      GenOptions g;
-      g.shape = static_cast<CfgShape>(shape_kind);
-      g.blocks = 4 + static_cast<std::uint32_t>((i * 13) % 60);
-      Function f = generate_function(static_cast<std::uint64_t>(9500 + 100 * shape_kind + i), g);
-      Result<ElimResult> r = run_elim(f, ElimOptions{});
-      REQUIRE(r.ok());
-      if (r->accesses.empty()) continue;
-      // Every barrier removed: the first access of an object nobody marked must be caught.
-      ElimResult wrong = *r;
-      for (AccessDecision& d : wrong.accesses) d.kept = false;
-      ++tried;
-      const CheckOptions co = check_options_for(*r, 60, 5);
-      const CheckReport on_shape = check_shape(shape_of(f), wrong, co);
-      const CheckReport on_ir = check_function(f, wrong, co);
-      if (!on_shape.ok() && !on_ir.ok()) ++caught_both;
-      if (!on_shape.ok()) {
-        // The reported path is a real one: it starts at the entry and ends at the access.
-        REQUIRE_FALSE(on_shape.violation->path.empty());
-        CHECK(on_shape.violation->path.front().block == 0);
-        CHECK(on_shape.violation->path.back().block == on_shape.violation->block);
-      }
+  auto tune = [](int i, GenOptions& g) { g.blocks = 4 + static_cast<std::uint32_t>((i * 13) % 60); };
+  test::for_each_generated(per_shape, 9500, tune, [&](int, int, Function& f) {
+    Result<ElimResult> r = run_elim(f, ElimOptions{});
+    REQUIRE(r.ok());
+    if (r->accesses.empty()) return;
+    // Every barrier removed: the first access of an object nobody marked must be caught.
+    ElimResult wrong = *r;
+    for (AccessDecision& d : wrong.accesses) d.kept = false;
+    ++tried;
+    const CheckOptions co = check_options_for(*r, 60, 5);
+    const CheckReport on_shape = check_shape(shape_of(f), wrong, co);
+    const CheckReport on_ir = check_function(f, wrong, co);
+    if (!on_shape.ok() && !on_ir.ok()) ++caught_both;
+    if (!on_shape.ok()) {
+      // The reported path is a real one: it starts at the entry and ends at the access.
+      REQUIRE_FALSE(on_shape.violation->path.empty());
+      CHECK(on_shape.violation->path.front().block == 0);
+      CHECK(on_shape.violation->path.back().block == on_shape.violation->block);
     }
-  }
+  });
   REQUIRE(tried > 10);
   CHECK(caught_both == tried);
 }

@@ -110,38 +110,35 @@ TEST_CASE("FunctionShape: a VM's own description gets the global pass's decision
 TEST_CASE("FunctionShape: random functions described through the builder match the IR pass", "[ir][shape]") {
   const int per_shape = test::scaled(60);
   std::size_t removed = 0;
-  for (int shape_kind = 0; shape_kind < 3; ++shape_kind) {
-    for (int i = 0; i < per_shape; ++i) {
-      GenOptions o;
-      o.shape = static_cast<CfgShape>(shape_kind);
-      o.blocks = 2 + static_cast<std::uint32_t>((i * 37) % 300);
-      o.regs = 2 + static_cast<std::uint32_t>(i % 20);
-      Function f = generate_function(static_cast<std::uint64_t>(7000 + 100 * shape_kind + i), o);
-      f.has_receiver = i % 2 == 0 && !f.params.empty();
-      INFO("shape " << shape_kind << " seed " << i);
-      REQUIRE(verify_function(f).ok());
-      FunctionShape described = describe_with_builder(f);
-      FunctionShape derived = shape_of(f);
-      CHECK(verify_shape(derived).ok());
-      REQUIRE(described.uses == derived.uses);
-      REQUIRE(described.flags == derived.flags);
-      REQUIRE(described.accessed == derived.accessed);
-      REQUIRE(described.receiver == derived.receiver);
-      for (int mode_and_assumptions = 0; mode_and_assumptions < 4; ++mode_and_assumptions) {
-        ElimOptions options;
-        options.safepoints = mode_and_assumptions % 2 == 0 ? SafepointMode::kExact : SafepointMode::kPaper;
-        options.allocation_marks = options.receiver_marked = mode_and_assumptions >= 2;
-        options.self_check = true;
-        Result<ElimResult> from_ir = run_elim(f, options);
-        REQUIRE(from_ir.ok());
-        FunctionAnalyses am(described);
-        ElimResult from_shape;
-        GlobalElimPass(options).run(am, &from_shape);
-        require_same_decisions(*from_ir, from_shape);
-        removed += from_shape.num_removed();
-      }
+  auto tune = [](int i, GenOptions& o) {
+    o.blocks = 2 + static_cast<std::uint32_t>((i * 37) % 300);
+    o.regs = 2 + static_cast<std::uint32_t>(i % 20);
+  };
+  test::for_each_generated(per_shape, 7000, tune, [&](int shape_kind, int i, Function& f) {
+    f.has_receiver = i % 2 == 0 && !f.params.empty();
+    INFO("shape " << shape_kind << " seed " << i);
+    REQUIRE(verify_function(f).ok());
+    FunctionShape described = describe_with_builder(f);
+    FunctionShape derived = shape_of(f);
+    CHECK(verify_shape(derived).ok());
+    REQUIRE(described.uses == derived.uses);
+    REQUIRE(described.flags == derived.flags);
+    REQUIRE(described.accessed == derived.accessed);
+    REQUIRE(described.receiver == derived.receiver);
+    for (int mode_and_assumptions = 0; mode_and_assumptions < 4; ++mode_and_assumptions) {
+      ElimOptions options;
+      options.safepoints = mode_and_assumptions % 2 == 0 ? SafepointMode::kExact : SafepointMode::kPaper;
+      options.allocation_marks = options.receiver_marked = mode_and_assumptions >= 2;
+      options.self_check = true;
+      Result<ElimResult> from_ir = run_elim(f, options);
+      REQUIRE(from_ir.ok());
+      FunctionAnalyses am(described);
+      ElimResult from_shape;
+      GlobalElimPass(options).run(am, &from_shape);
+      require_same_decisions(*from_ir, from_shape);
+      removed += from_shape.num_removed();
     }
-  }
+  });
   CHECK(removed > 100);  // the comparison covers removals, not only kept barriers
 }
 
@@ -230,33 +227,30 @@ TEST_CASE("FunctionShape: phis placed one register at a time equal those placed 
   // The same code declared with 16 and with 300 registers (registers 16..299 unused): the wide
   // file takes the one-register-at-a-time placement, the narrow one the bit sets.
   const int per_shape = test::scaled(20);
-  for (int shape_kind = 0; shape_kind < 3; ++shape_kind) {
-    for (int i = 0; i < per_shape; ++i) {
-      GenOptions o;
-      o.shape = static_cast<CfgShape>(shape_kind);
-      o.blocks = 20 + static_cast<std::uint32_t>(i * 13);
-      o.regs = 16;
-      Function narrow = generate_function(static_cast<std::uint64_t>(9100 + 100 * shape_kind + i), o);
-      Function wide = narrow;
-      wide.num_regs = 300;
-      INFO("shape " << shape_kind << " seed " << i);
-      FunctionAnalyses an(narrow), aw(wide);
-      const SsaForm& sn = an.ssa();
-      const SsaForm& sw = aw.ssa();
-      REQUIRE(verify_ssa(wide, aw.cfg(), aw.domtree(), sw).ok());
-      REQUIRE(sn.num_phis() == sw.num_phis());
-      for (BlockId b = 0; b < narrow.blocks.size(); ++b) {
-        auto pn = sn.phis[b];
-        auto pw = sw.phis[b];
-        REQUIRE(pn.size() == pw.size());
-        for (std::size_t k = 0; k < pn.size(); ++k) REQUIRE(pn[k].reg == pw[k].reg);
-      }
-      ElimResult rn, rw;
-      GlobalElimPass().run(an, &rn);
-      GlobalElimPass().run(aw, &rw);
-      require_same_decisions(rn, rw);
+  auto tune = [](int i, GenOptions& o) {
+    o.blocks = 20 + static_cast<std::uint32_t>(i * 13);
+    o.regs = 16;
+  };
+  test::for_each_generated(per_shape, 9100, tune, [&](int shape_kind, int i, Function& narrow) {
+    Function wide = narrow;
+    wide.num_regs = 300;
+    INFO("shape " << shape_kind << " seed " << i);
+    FunctionAnalyses an(narrow), aw(wide);
+    const SsaForm& sn = an.ssa();
+    const SsaForm& sw = aw.ssa();
+    REQUIRE(verify_ssa(wide, aw.cfg(), aw.domtree(), sw).ok());
+    REQUIRE(sn.num_phis() == sw.num_phis());
+    for (BlockId b = 0; b < narrow.blocks.size(); ++b) {
+      auto pn = sn.phis[b];
+      auto pw = sw.phis[b];
+      REQUIRE(pn.size() == pw.size());
+      for (std::size_t k = 0; k < pn.size(); ++k) REQUIRE(pn[k].reg == pw[k].reg);
     }
-  }
+    ElimResult rn, rw;
+    GlobalElimPass().run(an, &rn);
+    GlobalElimPass().run(aw, &rw);
+    require_same_decisions(rn, rw);
+  });
 }
 
 TEST_CASE("Analyses: dominators of larger unstructured CFGs match the reference", "[ir][shape]") {
