@@ -175,31 +175,36 @@ namespace {
 
 using WordList = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
 
-// Words [begin, end): the marked granules, and (kCollect) the non-zero words with their index.
-// Compiled for the baseline ISA, where popcount is a libgcc call, and again per x86_64 path.
-template <bool kCollect>
-OBJPROF_ALWAYS_INLINE std::uint64_t scan_words(const std::uint8_t* data, std::size_t begin, std::size_t end,
-                                               WordList* out) {
+// What a scan does besides counting the marked granules: nothing, collect the non-zero words
+// with their index, or zero them (only count() writes nothing: the others run on a snapshot,
+// whose buffer is its own).
+enum class ScanMode : std::uint8_t { kCount, kCollect, kClear };
+
+// Words [begin, end). Compiled for the baseline ISA, where popcount is a libgcc call, and again
+// per x86_64 path.
+template <ScanMode kMode>
+OBJPROF_ALWAYS_INLINE std::uint64_t scan_words(std::uint8_t* data, std::size_t begin, std::size_t end, WordList* out) {
   std::uint64_t n = 0;
   for (std::size_t w = begin; w < end; ++w) {
     std::uint64_t word;
     std::memcpy(&word, data + w * 8, 8);
     if (word == 0) continue;
     n += static_cast<std::uint64_t>(__builtin_popcountll(word));
-    if constexpr (kCollect) out->emplace_back(w, word);
+    if constexpr (kMode == ScanMode::kCollect) out->emplace_back(w, word);
+    if constexpr (kMode == ScanMode::kClear) std::memset(data + w * 8, 0, 8);
   }
   return n;
 }
 
 #if defined(__x86_64__)
-template <bool kCollect>
-__attribute__((target("popcnt"))) std::uint64_t scan_popcnt(const std::uint8_t* data, std::size_t words, WordList* out) {
-  return scan_words<kCollect>(data, 0, words, out);
+template <ScanMode kMode>
+__attribute__((target("popcnt"))) std::uint64_t scan_popcnt(std::uint8_t* data, std::size_t words, WordList* out) {
+  return scan_words<kMode>(data, 0, words, out);
 }
 
 // A bitmap is mostly zero: one test per 64 bytes (8 words), the words only where it fails.
-template <bool kCollect>
-__attribute__((target("avx2,popcnt"))) std::uint64_t scan_avx2(const std::uint8_t* data, std::size_t words, WordList* out) {
+template <ScanMode kMode>
+__attribute__((target("avx2,popcnt"))) std::uint64_t scan_avx2(std::uint8_t* data, std::size_t words, WordList* out) {
   std::uint64_t n = 0;
   std::size_t w = 0;
   for (; w + 8 <= words; w += 8) {
@@ -207,9 +212,9 @@ __attribute__((target("avx2,popcnt"))) std::uint64_t scan_avx2(const std::uint8_
     const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + w * 8 + 32));
     const __m256i any = _mm256_or_si256(a, b);
     if (_mm256_testz_si256(any, any)) continue;
-    n += scan_words<kCollect>(data, w, w + 8, out);
+    n += scan_words<kMode>(data, w, w + 8, out);
   }
-  return n + scan_words<kCollect>(data, w, words, out);
+  return n + scan_words<kMode>(data, w, words, out);
 }
 
 bool cpu_has(BitmapScan path) noexcept {
@@ -248,15 +253,15 @@ BitmapScan chosen_scan() noexcept {
   return chosen;
 }
 
-template <bool kCollect>
-std::uint64_t scan(BitmapScan path, const std::uint8_t* data, std::size_t words, WordList* out) {
+template <ScanMode kMode>
+std::uint64_t scan(BitmapScan path, std::uint8_t* data, std::size_t words, WordList* out) {
 #if defined(__x86_64__)
-  if (path == BitmapScan::kAvx2) return scan_avx2<kCollect>(data, words, out);
-  if (path == BitmapScan::kPopcnt) return scan_popcnt<kCollect>(data, words, out);
+  if (path == BitmapScan::kAvx2) return scan_avx2<kMode>(data, words, out);
+  if (path == BitmapScan::kPopcnt) return scan_popcnt<kMode>(data, words, out);
 #else
   (void)path;
 #endif
-  return scan_words<kCollect>(data, 0, words, out);
+  return scan_words<kMode>(data, 0, words, out);
 }
 
 }  // namespace
@@ -279,7 +284,20 @@ Result<BitmapScan> bitmap_scan_from_name(std::string_view name) {
   return make_error(ErrorCode::kInvalidArgument, "unknown bitmap scan '" + std::string(name) + "' (portable, popcnt, avx2)");
 }
 
-std::uint64_t BitmapSnapshot::count() const noexcept { return scan<false>(chosen_scan(), data_, size_ / 8, nullptr); }
+// kCount and kCollect only read: the const_casts below never write through.
+std::uint64_t BitmapSnapshot::count() const noexcept {
+  return scan<ScanMode::kCount>(chosen_scan(), const_cast<std::uint8_t*>(data_), size_ / 8, nullptr);
+}
+
+std::uint64_t BitmapSnapshot::count_and_clear() noexcept { return count_and_clear_with(chosen_scan()); }
+
+std::uint64_t BitmapSnapshot::count_and_clear_with(BitmapScan path) noexcept {
+  if (!cpu_has(path)) path = chosen_scan();
+  // The snapshot owns its buffer (mutators write to the other one now).
+  const std::uint64_t n = scan<ScanMode::kClear>(path, buffer_.data, size_ / 8, nullptr);
+  clean_ = true;
+  return n;
+}
 
 void BitmapSnapshot::clear_words(const WordList& nonzero) noexcept {
   // The snapshot owns its buffer (mutators write to the other one now).
@@ -294,7 +312,7 @@ std::uint64_t BitmapSnapshot::nonzero_words(WordList& out) const { return nonzer
 std::uint64_t BitmapSnapshot::nonzero_words_with(BitmapScan path, WordList& out) const {
   out.clear();
   if (!cpu_has(path)) path = chosen_scan();
-  return scan<true>(path, data_, size_ / 8, &out);
+  return scan<ScanMode::kCollect>(path, const_cast<std::uint8_t*>(data_), size_ / 8, &out);
 }
 
 }  // namespace objprof

@@ -186,11 +186,13 @@ void name_group(const ProfilerState& st, LeakGroup& g) {
   }
 }
 
-// Each held snapshot goes back to its bitmap clean, at the cost of its marked words.
+// Each held snapshot goes back to its bitmap clean, at the cost of its marked words: those the
+// trace's dump listed, or (no trace) found, counted and zeroed in one pass now.
 void release_held_bits(ProfilerState& st) {
   for (std::size_t s = 0; s < st.held_bits.size(); ++s) {
     if (!st.held_bits[s]) continue;
-    st.held_bits[s]->clear_words(st.held_words[s]);
+    if (st.control) st.held_bits[s]->clear_words(st.held_words[s]);
+    else st.bits_harvested += st.held_bits[s]->count_and_clear();
     st.held_bits[s].reset();
   }
 }
@@ -712,8 +714,10 @@ Status Profiler::gc_begin(GcKind kind) {
       in_gc_.store(false);
       return snap.error();
     }
-    st.bits_harvested += snap->nonzero_words(st.held_words[s]);  // one pass: count and collect
-    if (st.control) write_bitmap(*st.control, static_cast<std::uint32_t>(s), *snap, st.held_words[s]);
+    if (st.control) {  // the dump needs the marked words now: one pass counts and lists them
+      st.bits_harvested += snap->nonzero_words(st.held_words[s]);
+      write_bitmap(*st.control, static_cast<std::uint32_t>(s), *snap, st.held_words[s]);
+    }
     st.held_bits[s].emplace(std::move(*snap));
   }
   if (st.control) st.control->flush();

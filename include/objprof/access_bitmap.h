@@ -176,6 +176,12 @@ class BitmapSnapshot {
   // returning the buffer to its bitmap costs what was marked instead of a clear of the whole
   // used part. After it the snapshot reads as empty.
   void clear_words(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& nonzero) noexcept;
+  // One pass for a harvest that needs no word list (nothing dumps the bits): returns the number
+  // of marked granules and zeroes the marked words, so the buffer goes back clean at the cost of
+  // reading it once and writing what was marked. After it the snapshot reads as empty.
+  std::uint64_t count_and_clear() noexcept;
+  // The same on a chosen path (one this CPU cannot run falls back to the best), for tests.
+  std::uint64_t count_and_clear_with(BitmapScan path) noexcept;
 
   // Calls fn(Address) for every marked granule, in address order.
   template <class Fn>
