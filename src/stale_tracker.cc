@@ -317,7 +317,9 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const BitmapSnapshot* co
       if (tables_[s].empty() && (s != 0 || young_.empty())) continue;
       const bool any_freed = mark_freed(s, frees, free_ranges);
       res.freed += sweep_table(s, bits_of(s), epoch, any_freed, moves, res);
-      if (any_freed) unmark_freed(s, frees, free_ranges);
+      // Without moves the pass leaves the dead's start bits: every start bit under a freed bit
+      // is a dead record's, and both go a word at a time (no write per dead record).
+      if (any_freed) moves.empty() ? retire_freed(s, frees, free_ranges) : unmark_freed(s, frees, free_ranges);
     }
     return res;
   }
@@ -442,6 +444,25 @@ bool start_of(const HeapSpace& space, Address a, std::uint64_t& g) {
 
 }  // namespace
 
+void StaleTracker::retire_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs) {
+  std::uint64_t* freed = freed_[s].words();
+  std::uint64_t* starts = starts_[s].words();
+  for (Address a : frees) {
+    std::uint64_t g = 0;
+    if (!start_of(spaces_[s], a, g)) continue;
+    starts[g >> 6] &= ~freed[g >> 6];
+    freed[g >> 6] = 0;
+  }
+  for (const FreeRangeLog& run : runs) {
+    std::uint64_t g0 = 0, g1 = 0;
+    if (!span_of(spaces_[s], run, g0, g1)) continue;
+    for (std::uint64_t w = g0 >> 6; w <= (g1 - 1) >> 6; ++w) {
+      starts[w] &= ~freed[w];
+      freed[w] = 0;
+    }
+  }
+}
+
 bool StaleTracker::mark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs) {
   GranuleBits& bits = freed_[s];
   bool any = false;
@@ -517,7 +538,7 @@ std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bit
   auto keep = [&](TrackedRecord& r) {
     moved = false;
     if (any_freed && freed.test(r.granule)) {
-      starts.clear(r.granule);
+      if (any_moves) starts.clear(r.granule);  // else retire_freed clears them a word at a time
       ++dead;
       return false;
     }

@@ -183,6 +183,8 @@ class StaleTracker {
   void apply_bits(std::size_t space, const BitmapSnapshot& bits, std::uint32_t epoch);
   // Sets the bits of `freed_[s]` for a GC's freed starts and ranges; false if none is in space s.
   bool mark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
+  // Clears the start bits under them (the dead's, after a pass that left them), and them.
+  void retire_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
   // Clears them again (only the words set), so the scratch bits start the next GC clear.
   void unmark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
   // The one pass over a table of space s (and then its young records) of a GC without range
