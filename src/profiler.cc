@@ -801,6 +801,39 @@ void Profiler::on_free(Address addr) {
   if (state_->tracker.may_hold(addr)) local.frees.push_back(addr);
 }
 
+void Profiler::on_free_batch(std::span<const Address> addrs) {
+  if (addrs.empty()) return;
+  if (!in_gc_.load(std::memory_order_relaxed)) [[unlikely]] {
+    protocol_error("on_free_batch", addrs.front(),
+                   fmt::format("{} frees outside gc_begin/gc_end; the events are dropped", addrs.size()));
+    return;
+  }
+  ProfilerState& st = *state_;
+  auto& local = collector_local(st);
+  EventBuffer* b = collector_buffer(st, local);
+  if (!st.checker && !b) {
+    // No shadow to update and no record to write: if every address is in a space (the usual
+    // case), counting and the tracker's filter are all there is, in one loop each.
+    bool valid = true;
+    for (Address addr : addrs) valid &= in_spaces(addr, 0);
+    if (valid) {
+      local.frees_seen += addrs.size();
+      st.tracker.filter_starts(addrs, local.frees);
+      return;
+    }
+  }
+  for (Address addr : addrs) {
+    if (!in_spaces(addr, 0)) [[unlikely]] {
+      protocol_error("on_free_batch", addr, "an address outside every registered space; the event is dropped");
+      continue;
+    }
+    if (st.checker) st.checker->free(addr);
+    if (b) b->free(addr);
+    ++local.frees_seen;
+    if (st.tracker.may_hold(addr)) local.frees.push_back(addr);
+  }
+}
+
 void Profiler::on_free_range(Address addr, std::uint64_t bytes) {
   if (!in_gc_.load(std::memory_order_relaxed)) [[unlikely]] {
     protocol_error("on_free_range", addr,

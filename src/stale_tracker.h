@@ -110,6 +110,24 @@ class StaleTracker {
     }
     return false;
   }
+  // Appends to `out` each address of `addrs` at which a tracked object starts (may_hold), with
+  // the one space's bounds and bits loaded once for the whole batch (on_free_batch).
+  void filter_starts(std::span<const Address> addrs, std::vector<Address>& out) const {
+    if (spaces_.size() == 1 && exact_starts_) {
+      if (!starts_[0].mapped()) return;
+      const Address begin = spaces_[0].begin();
+      const std::uint64_t size = spaces_[0].size();
+      const unsigned lg = spaces_[0].log2_alignment();
+      const std::uint64_t mask = (std::uint64_t{1} << lg) - 1;
+      for (Address a : addrs) {
+        const Address off = a - begin;
+        if (off < size && (off & mask) == 0 && starts_[0].test(off >> lg)) out.push_back(a);
+      }
+      return;
+    }
+    for (Address a : addrs)
+      if (may_hold(a)) out.push_back(a);
+  }
   // False only if no tracked object starts at `a` (until the next apply()).
   bool may_hold(Address a) const noexcept {
     for (std::size_t s = 0; s < spaces_.size(); ++s) {

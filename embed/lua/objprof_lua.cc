@@ -36,6 +36,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -136,6 +137,12 @@ struct Vm {
   static constexpr std::size_t kRecent = 4096;
   std::unique_ptr<RecentSite[]> recent{new RecentSite[kRecent]()};
   static std::size_t recent_slot(Address a) noexcept { return (a >> 4) & (kRecent - 1); }
+  // Lua's sweep frees one object at a time: the deaths go to the profiler in batches
+  // (on_free_batch), handed over before the next allocation (which may reuse their memory) and
+  // before the bracket ends (flush_frees).
+  static constexpr std::size_t kFreeBatch = 256;
+  std::array<Address, kFreeBatch> dead{};
+  std::size_t ndead = 0;
 
   explicit Vm(Options o) : opt(std::move(o)), region(opt.heap_bytes), pool(RawAlloc(this)) {}
 };
@@ -146,6 +153,17 @@ char* RawAlloc::allocate(std::size_t n) {
   return p;
 }
 void RawAlloc::deallocate(char* p, std::size_t n) { vm->region.give_back(p, n); }
+
+namespace {
+
+// The deaths buffered since the last flush, to the profiler in one call.
+void flush_frees(Vm& vm) {
+  if (vm.ndead == 0) return;
+  vm.prof->on_free_batch(std::span<const Address>(vm.dead.data(), vm.ndead));
+  vm.ndead = 0;
+}
+
+}  // namespace
 
 namespace {
 
@@ -309,6 +327,7 @@ void close_vm(Vm& vm, lua_State* L) {
   if (vm.closed) return;
   global_State* g = G(L);
   if (issweepphase(g)) luaC_runtilstate(L, bitmask(GCScallfin));
+  flush_frees(vm);
   if (vm.prof->in_gc()) (void)vm.prof->gc_end();
   report(vm, L);
   if (objprof::Status s = vm.prof->finish(); !s.ok())
@@ -456,6 +475,7 @@ void mark_now(Vm& vm, const GCObject* o) {
 void on_newobj(lua_State* L, GCObject* o, std::size_t size) {
   Vm* vm = vm_of(L);
   if (!vm) return;
+  if (vm->ndead != 0) flush_frees(*vm);
   if (!vm->main) {
     vm->main = G(L)->mainthread;
     vm->walker.set_state(vm->main);
@@ -481,7 +501,12 @@ void on_free(lua_State* L, GCObject* o) {
     vm->proto_sites.erase(gco2p(o));
     vm->last_proto = nullptr;
   }
-  vm->prof->on_free(addr);
+  if (!vm->prof->in_gc()) [[unlikely]] {  // the profiler says why this free is refused, now
+    vm->prof->on_free(addr);
+    return;
+  }
+  vm->dead[vm->ndead++] = addr;
+  if (vm->ndead == Vm::kFreeBatch) flush_frees(*vm);
 }
 
 void on_resize(lua_State* L, GCObject* o) {
@@ -500,6 +525,7 @@ void on_resize(lua_State* L, GCObject* o) {
 void on_gc_begin(lua_State* L) {
   Vm* vm = vm_of(L);
   if (!vm) return;
+  flush_frees(*vm);
   if (vm->prof->in_gc()) (void)vm->prof->gc_end();  // never two brackets at once
   const auto kind = G(L)->gckind == KGC_GEN ? objprof::GcKind::kMinor : objprof::GcKind::kConcurrent;
   if (objprof::Status s = vm->prof->gc_begin(kind); !s.ok())
@@ -512,6 +538,7 @@ void on_gc_end(lua_State* L) {
   // The end of a sweep that no atomic() started (a full collection first sweeps everything
   // back to white) closes nothing.
   if (!vm || !vm->prof->in_gc()) return;
+  flush_frees(*vm);
   if (objprof::Status s = vm->prof->gc_end(); !s.ok())
     std::fprintf(stderr, "objprof-lua: %s\n", s.error().message.c_str());
   // Lua's collector does not move objects, but a sweep freed some: a cached address may belong

@@ -77,6 +77,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -295,6 +296,11 @@ class Profiler {
   void on_move(Address from, Address to);
   void on_move_range(Address from, Address to, std::uint64_t bytes);
   void on_free(Address addr);
+  // The objects at `addrs` died: the same as one on_free per address, in this order, in one
+  // call. A sweep that frees objects one at a time (a free-list heap's, like Lua's) can hand
+  // them over in batches and pay the hook's fixed cost once per batch. The embedder reports a
+  // batch before any of its memory is reused (before the next allocation), and before gc_end.
+  void on_free_batch(std::span<const Address> addrs);
   // Every object that starts in [addr, addr + bytes) died: a sweep's run of dead cells in one
   // call (and one 17-byte trace record) instead of one on_free per object. The range lies in
   // one space and may cover free memory too; it must not cut an object in two (the hook
