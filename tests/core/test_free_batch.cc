@@ -58,6 +58,26 @@ void run_program(ProfilerRig& r, std::uint64_t seed, bool batched) {
   }
 }
 
+// The runs of one program on two rigs, freeing one by one and in batches, ended with the same
+// statistics and found the same leaks (at the same offsets: the heaps differ).
+void require_same_outcome(ProfilerRig& one, ProfilerRig& batch) {
+  const ProfilerStats a = one.prof->stats(), b = batch.prof->stats();
+  CHECK(a.frees > 100);
+  CHECK(a.frees == b.frees);
+  CHECK(a.objects_tracked == b.objects_tracked);
+  CHECK(a.tracked_live == b.tracked_live);
+  CHECK(a.leaks_reported == b.leaks_reported);
+  REQUIRE(one.leaks.size() == batch.leaks.size());
+  CHECK(!one.leaks.empty());
+  for (std::size_t i = 0; i < one.leaks.size(); ++i) {
+    CHECK(one.leaks[i].addr - one.heap.space().begin() == batch.leaks[i].addr - batch.heap.space().begin());
+    CHECK(one.leaks[i].site_id == batch.leaks[i].site_id);
+    CHECK(one.leaks[i].size == batch.leaks[i].size);
+    CHECK(one.leaks[i].last_access_epoch == batch.leaks[i].last_access_epoch);
+    CHECK(one.leaks[i].epoch == batch.leaks[i].epoch);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("on_free_batch: the same trace, statistics and leaks as one on_free per address", "[core][profiler]") {
@@ -68,26 +88,11 @@ TEST_CASE("on_free_batch: the same trace, statistics and leaks as one on_free pe
     run_program(batch, seed, true);
     CHECK(one.errors.empty());
     CHECK(batch.errors.empty());
-    const ProfilerStats a = one.prof->stats(), b = batch.prof->stats();
-    CHECK(a.frees > 100);
-    CHECK(a.frees == b.frees);
-    CHECK(a.objects_tracked == b.objects_tracked);
-    CHECK(a.tracked_live == b.tracked_live);
-    CHECK(a.leaks_reported == b.leaks_reported);
-    REQUIRE(one.leaks.size() == batch.leaks.size());
-    CHECK(!one.leaks.empty());
-    for (std::size_t i = 0; i < one.leaks.size(); ++i) {
-      // Two heaps: the same offsets.
-      CHECK(one.leaks[i].addr - one.heap.space().begin() == batch.leaks[i].addr - batch.heap.space().begin());
-      CHECK(one.leaks[i].site_id == batch.leaks[i].site_id);
-      CHECK(one.leaks[i].size == batch.leaks[i].size);
-      CHECK(one.leaks[i].last_access_epoch == batch.leaks[i].last_access_epoch);
-      CHECK(one.leaks[i].epoch == batch.leaks[i].epoch);
-    }
+    require_same_outcome(one, batch);
     // The traces tell the analyzer the same deaths, GC by GC (their bytes differ only by the
     // heaps' addresses).
     const analysis::TraceAnalysis ta = one.analyze(), tb = batch.analyze();
-    CHECK(ta.stats.frees == a.frees);
+    CHECK(ta.stats.frees == one.prof->stats().frees);
     CHECK(ta.stats.frees == tb.stats.frees);
     CHECK(ta.stats.unknown_frees == 0);
     CHECK(tb.stats.unknown_frees == 0);
@@ -113,17 +118,7 @@ TEST_CASE("on_free_batch: without hook checks or a trace, the same statistics an
     ProfilerRig one(kSlots * kSlot, plain), batch(kSlots * kSlot, plain);
     run_program(one, seed, false);
     run_program(batch, seed, true);
-    const ProfilerStats a = one.prof->stats(), b = batch.prof->stats();
-    CHECK(a.frees > 100);
-    CHECK(a.frees == b.frees);
-    CHECK(a.tracked_live == b.tracked_live);
-    CHECK(a.leaks_reported == b.leaks_reported);
-    REQUIRE(one.leaks.size() == batch.leaks.size());
-    CHECK(!one.leaks.empty());
-    for (std::size_t i = 0; i < one.leaks.size(); ++i) {
-      CHECK(one.leaks[i].addr - one.heap.space().begin() == batch.leaks[i].addr - batch.heap.space().begin());
-      CHECK(one.leaks[i].last_access_epoch == batch.leaks[i].last_access_epoch);
-    }
+    require_same_outcome(one, batch);
   }
 }
 
