@@ -10,9 +10,12 @@
 // per freed range), and one pass over the table drops the dead, applies the access bits to the
 // living, then does the same for the adopted young records and appends only their survivors:
 // most tracked objects die in their first GC and are never copied into the table.
-// A GC that moves nothing builds no index; a moving one builds an open-addressing index
-// (granule -> record) for its moves. The start bits are also the collector hooks' exact filter:
-// an event at an address where no tracked object starts is dropped with one bit test.
+// A GC that moves nothing builds no index, and then the dead's start bits go a word at a time
+// after the pass. A copying GC (single moves in the only space) indexes its moves (granule ->
+// move), not its records. Range moves, moves across spaces and memory reused without a free (a
+// start claimed twice) take an open-addressing index of the records (granule -> record). The
+// start bits are also the collector hooks' exact filter: an event at an address where no
+// tracked object starts is dropped with one bit test.
 #pragma once
 
 #include "objprof/access_bitmap.h"
