@@ -12,6 +12,16 @@ std::uint64_t slot_of(std::uint32_t granule, std::uint64_t mask) noexcept {
   return ((std::uint64_t{granule} + 1) * 0x9E3779B97F4A7C15ull >> 32) & mask;
 }
 
+// The slot of an open-addressing index (entries granule << 32 | value + 1, 0 = empty) that holds
+// granule g, or the empty slot where it would go. Both indexes (of records, of moves) use it.
+template <class Slot>
+Slot& slot_for(Slot* slots, std::uint64_t mask, std::uint32_t g) noexcept {
+  for (std::uint64_t h = slot_of(g, mask);; h = (h + 1) & mask)
+    if (slots[h] == 0 || (slots[h] >> 32) == g) return slots[h];
+}
+
+std::uint64_t entry(std::uint32_t g, std::size_t i) noexcept { return (std::uint64_t{g} << 32) | (i + 1); }
+
 // A GC's runs (moved or freed ranges: anything with `from` and `bytes`) made searchable: the
 // empty ones dropped, the rest sorted by start.
 template <class Run>
@@ -158,19 +168,16 @@ std::uint64_t StaleTracker::add_records(std::span<const TrackedRecord> records) 
 }
 
 std::uint64_t StaleTracker::adopt_young(std::vector<TrackedRecord>& records) {
+  std::uint64_t n = 0;
   if (records.empty() || spaces_.size() != 1) {
     records.clear();
-    // A thread without room (its vector went to an earlier GC) gets an emptied one back.
-    if (records.capacity() == 0 && !spare_.empty()) {
-      records.swap(spare_.back());
-      spare_.pop_back();
-    }
-    return 0;
+  } else {
+    n = records.size();
+    claim_all(0, records);
+    young_.emplace_back().swap(records);
   }
-  const std::uint64_t n = records.size();
-  claim_all(0, records);
-  young_.emplace_back().swap(records);
-  if (!spare_.empty()) {
+  // A thread without room (its vector went to this or an earlier GC) gets an emptied one back.
+  if (records.capacity() == 0 && !spare_.empty()) {
     records.swap(spare_.back());
     spare_.pop_back();
   }
@@ -250,42 +257,33 @@ void StaleTracker::apply_bits(std::size_t space, const BitmapSnapshot& bits, std
     if (bits.test_granule(r.granule)) r.last_access = epoch;
 }
 
-std::uint64_t StaleTracker::build_index(std::size_t s) {
-  const std::vector<TrackedRecord>& t = tables_[s];
-  const std::uint64_t size = std::bit_ceil(std::max<std::uint64_t>(16, 2 * t.size()));
-  std::vector<std::uint64_t>& index = index_[s];
-  index.assign(size, 0);
+void StaleTracker::clear_index(std::size_t s, std::size_t entries) {
+  const std::uint64_t size = std::bit_ceil(std::max<std::uint64_t>(16, 2 * entries));
+  index_[s].assign(size, 0);
   mask_[s] = size - 1;
+}
+
+std::uint64_t StaleTracker::build_index(std::size_t s) {
+  std::vector<TrackedRecord>& t = tables_[s];
+  clear_index(s, t.size());
   std::uint64_t conflicts = 0;
   for (std::size_t i = 0; i < t.size(); ++i) {
     const std::uint32_t g = t[i].granule;
-    for (std::uint64_t h = slot_of(g, mask_[s]);; h = (h + 1) & mask_[s]) {
-      const std::uint64_t e = index[h];
-      if (e == 0) {
-        index[h] = (std::uint64_t{g} << 32) | (i + 1);
-        break;
-      }
-      if ((e >> 32) == g) {  // an older record at the same granule: the newer one wins
-        tables_[s][(e & 0xFFFF'FFFFu) - 1].site_type = kDead;
-        index[h] = (std::uint64_t{g} << 32) | (i + 1);
-        ++conflicts;
-        break;
-      }
+    std::uint64_t& e = slot_for(index_[s].data(), mask_[s], g);
+    if (e != 0) {  // an older record at the same granule: the newer one wins
+      t[(e & 0xFFFF'FFFFu) - 1].site_type = kDead;
+      ++conflicts;
     }
+    e = entry(g, i);
   }
   return conflicts;
 }
 
 std::int64_t StaleTracker::lookup(std::size_t s, std::uint32_t g) const noexcept {
-  const std::vector<std::uint64_t>& index = index_[s];
-  for (std::uint64_t h = slot_of(g, mask_[s]);; h = (h + 1) & mask_[s]) {
-    const std::uint64_t e = index[h];
-    if (e == 0) return -1;
-    if ((e >> 32) == g) {
-      const auto i = static_cast<std::int64_t>(e & 0xFFFF'FFFFu) - 1;
-      return tables_[s][static_cast<std::size_t>(i)].site_type == kDead ? -1 : i;
-    }
-  }
+  const std::uint64_t e = slot_for(index_[s].data(), mask_[s], g);
+  if (e == 0) return -1;
+  const auto i = static_cast<std::int64_t>(e & 0xFFFF'FFFFu) - 1;
+  return tables_[s][static_cast<std::size_t>(i)].site_type == kDead ? -1 : i;
 }
 
 std::int64_t StaleTracker::locate(Address a, std::size_t& s) const noexcept {
@@ -304,9 +302,11 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const BitmapSnapshot* co
   bool any = !young_.empty();
   for (const auto& t : tables_) any |= !t.empty();
   if (!any) return res;  // nothing tracked: the GC's events concern no record
+  // Space s has records to visit: its table's, or (the only space) young ones.
+  auto holds = [&](std::size_t s) { return !tables_[s].empty() || (s == 0 && !young_.empty()); };
   bool bits_mapped = true;
   for (std::size_t s = 0; s < tables_.size(); ++s)
-    if (!tables_[s].empty() || (s == 0 && !young_.empty())) bits_mapped &= freed_[s].ensure(spaces_[s].granule_count());
+    if (holds(s)) bits_mapped &= freed_[s].ensure(spaces_[s].granule_count());
   if ((moves.empty() || spaces_.size() == 1) && ranges.empty() && !conflicts_pending_ && exact_starts_ && bits_mapped) {
     // Single moves in the only space, or none, and every start claimed once: deaths are bits,
     // moves are found in an index of the moves (not of the records: most records of a GC die
@@ -314,7 +314,7 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const BitmapSnapshot* co
     // the dead with their start bits, applies the access bits to the rest and re-homes the
     // moved.
     for (std::size_t s = 0; s < tables_.size(); ++s) {
-      if (tables_[s].empty() && (s != 0 || young_.empty())) continue;
+      if (!holds(s)) continue;
       const bool any_freed = mark_freed(s, frees, free_ranges);
       res.freed += sweep_table(s, bits_of(s), epoch, any_freed, moves, res);
       // Without moves the pass leaves the dead's start bits: every start bit under a freed bit
@@ -444,81 +444,65 @@ bool start_of(const HeapSpace& space, Address a, std::uint64_t& g) {
 
 }  // namespace
 
-void StaleTracker::retire_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs) {
-  std::uint64_t* freed = freed_[s].words();
-  std::uint64_t* starts = starts_[s].words();
-  for (Address a : frees) {
-    std::uint64_t g = 0;
-    if (!start_of(spaces_[s], a, g)) continue;
-    starts[g >> 6] &= ~freed[g >> 6];
-    freed[g >> 6] = 0;
-  }
-  for (const FreeRangeLog& run : runs) {
-    std::uint64_t g0 = 0, g1 = 0;
-    if (!span_of(spaces_[s], run, g0, g1)) continue;
-    for (std::uint64_t w = g0 >> 6; w <= (g1 - 1) >> 6; ++w) {
-      starts[w] &= ~freed[w];
-      freed[w] = 0;
-    }
-  }
-}
-
-bool StaleTracker::mark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs) {
-  GranuleBits& bits = freed_[s];
+// Calls start(g) for each freed address of space s (its granule g) and span(g0, g1) for each
+// freed run of it (the granules that start inside); true if there was any.
+template <class Start, class Span>
+bool StaleTracker::for_each_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs,
+                                  Start&& start, Span&& span) const {
   bool any = false;
   for (Address a : frees) {
     std::uint64_t g = 0;
     if (!start_of(spaces_[s], a, g)) continue;
-    bits.set(g);
+    start(g);
     any = true;
   }
   for (const FreeRangeLog& run : runs) {
     std::uint64_t g0 = 0, g1 = 0;
     if (!span_of(spaces_[s], run, g0, g1)) continue;
-    bits.set_span(g0, g1);
+    span(g0, g1);
     any = true;
   }
   return any;
 }
 
+void StaleTracker::retire_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs) {
+  std::uint64_t* freed = freed_[s].words();
+  std::uint64_t* starts = starts_[s].words();
+  auto retire = [&](std::uint64_t w0, std::uint64_t w1) {  // words [w0, w1]
+    for (std::uint64_t w = w0; w <= w1; ++w) {
+      starts[w] &= ~freed[w];
+      freed[w] = 0;
+    }
+  };
+  for_each_freed(s, frees, runs, [&](std::uint64_t g) { retire(g >> 6, g >> 6); },
+                 [&](std::uint64_t g0, std::uint64_t g1) { retire(g0 >> 6, (g1 - 1) >> 6); });
+}
+
+bool StaleTracker::mark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs) {
+  GranuleBits& bits = freed_[s];
+  return for_each_freed(s, frees, runs, [&](std::uint64_t g) { bits.set(g); },
+                        [&](std::uint64_t g0, std::uint64_t g1) { bits.set_span(g0, g1); });
+}
+
 void StaleTracker::unmark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs) {
   GranuleBits& bits = freed_[s];
-  for (Address a : frees) {
-    std::uint64_t g = 0;
-    if (start_of(spaces_[s], a, g)) bits.clear(g);
-  }
-  for (const FreeRangeLog& run : runs) {
-    std::uint64_t g0 = 0, g1 = 0;
-    if (span_of(spaces_[s], run, g0, g1)) bits.clear_span(g0, g1);
-  }
+  for_each_freed(s, frees, runs, [&](std::uint64_t g) { bits.clear(g); },
+                 [&](std::uint64_t g0, std::uint64_t g1) { bits.clear_span(g0, g1); });
 }
 
 void StaleTracker::index_moves(std::size_t s, std::span<const MoveLog> moves) {
-  const std::uint64_t size = std::bit_ceil(std::max<std::uint64_t>(16, 2 * moves.size()));
-  std::vector<std::uint64_t>& index = index_[s];
-  index.assign(size, 0);
-  mask_[s] = size - 1;
+  clear_index(s, moves.size());
   for (std::size_t i = 0; i < moves.size(); ++i) {
-    std::uint64_t g64 = 0;
-    if (!start_of(spaces_[s], moves[i].from, g64)) continue;  // no record starts there
-    const auto g = static_cast<std::uint32_t>(g64);
-    for (std::uint64_t h = slot_of(g, mask_[s]);; h = (h + 1) & mask_[s]) {
-      const std::uint64_t e = index[h];
-      if (e == 0 || (e >> 32) == g) {  // the same object moved twice: the later move wins
-        index[h] = (std::uint64_t{g} << 32) | (i + 1);
-        break;
-      }
-    }
+    std::uint64_t g = 0;
+    if (!start_of(spaces_[s], moves[i].from, g)) continue;  // no record starts there
+    // The same object moved twice: the later move wins.
+    slot_for(index_[s].data(), mask_[s], static_cast<std::uint32_t>(g)) = entry(static_cast<std::uint32_t>(g), i);
   }
 }
 
 std::int64_t StaleTracker::find_move(std::size_t s, std::uint32_t g) const noexcept {
-  const std::vector<std::uint64_t>& index = index_[s];
-  for (std::uint64_t h = slot_of(g, mask_[s]);; h = (h + 1) & mask_[s]) {
-    const std::uint64_t e = index[h];
-    if (e == 0) return -1;
-    if ((e >> 32) == g) return static_cast<std::int64_t>(e & 0xFFFF'FFFFu) - 1;
-  }
+  const std::uint64_t e = slot_for(index_[s].data(), mask_[s], g);
+  return static_cast<std::int64_t>(e & 0xFFFF'FFFFu) - 1;  // -1 for an empty slot
 }
 
 std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed,

@@ -202,6 +202,9 @@ class StaleTracker {
   void settle_young();
   // last_access = epoch for every record of space s whose granule is marked in `bits`.
   void apply_bits(std::size_t space, const BitmapSnapshot& bits, std::uint32_t epoch);
+  template <class Start, class Span>
+  bool for_each_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs, Start&& start,
+                      Span&& span) const;
   // Sets the bits of `freed_[s]` for a GC's freed starts and ranges; false if none is in space s.
   bool mark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
   // Clears the start bits under them (the dead's, after a pass that left them), and them.
@@ -217,6 +220,8 @@ class StaleTracker {
   // (the move's position, or -1).
   void index_moves(std::size_t s, std::span<const MoveLog> moves);
   std::int64_t find_move(std::size_t s, std::uint32_t g) const noexcept;
+  // Empties index_[s], sized for `entries`.
+  void clear_index(std::size_t s, std::size_t entries);
   // Builds index_[s] over tables_[s], killing the earlier of two records at one granule.
   std::uint64_t build_index(std::size_t s);
   // Index of the live record of space s starting at granule g, or -1.
