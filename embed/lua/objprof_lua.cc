@@ -163,10 +163,6 @@ void flush_frees(Vm& vm) {
   vm.ndead = 0;
 }
 
-}  // namespace
-
-namespace {
-
 // Type ids are Lua's variant tags (o->tt).
 struct TypeName { int tag; const char* name; };
 constexpr TypeName kTypes[] = {
@@ -475,7 +471,7 @@ void mark_now(Vm& vm, const GCObject* o) {
 void on_newobj(lua_State* L, GCObject* o, std::size_t size) {
   Vm* vm = vm_of(L);
   if (!vm) return;
-  if (vm->ndead != 0) flush_frees(*vm);
+  flush_frees(*vm);
   if (!vm->main) {
     vm->main = G(L)->mainthread;
     vm->walker.set_state(vm->main);
