@@ -537,12 +537,14 @@ void Heap::collect_semispace(GcInfo& info) {
       scan_object(obj);
     }
   }
-  // Deaths: walk the evacuated from-space.
-  FreeRuns deaths(profiler_, options_.free_ranges);
+  // Deaths. With ranges the profiler is told the whole evacuated area at once: a free range
+  // frees what the GC did not move, so a copying collector need not find its dead. The walk
+  // only counts them for the collector's own statistics (without ranges, it reports each).
+  const bool evacuate = profiler_ && options_.free_ranges;
+  FreeRuns deaths(evacuate ? nullptr : profiler_, false);
   for (Address a = from_begin_; a < bump_;) {
     const ObjHeader& h = header(a);
     if (h.flags & kForwarded) {
-      deaths.flush(a);
       a += object_size(h.word);
     } else {
       const std::uint64_t size = object_size(a);
@@ -552,7 +554,7 @@ void Heap::collect_semispace(GcInfo& info) {
       a += size;
     }
   }
-  deaths.flush(bump_);
+  if (evacuate && bump_ > from_begin_) profiler_->on_free_range(from_begin_, bump_ - from_begin_);
   std::swap(from_begin_, to_begin_);
   std::swap(from_end_, to_end_);
   bump_ = free;

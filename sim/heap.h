@@ -113,8 +113,9 @@ struct HeapOptions {
   // has failed. Compaction is the exception: best fit keeps the space usable on the shipped
   // workloads (docs/sim.md).
   double compact_free_fraction = 0.25;
-  // Deaths go to the profiler as runs: adjacent dead objects as one on_free_range (sweeps, the
-  // semispace's from-space walk, compaction). false: one on_free per dead object.
+  // Deaths go to the profiler as runs: adjacent dead objects as one on_free_range (sweeps,
+  // compaction), and a semispace GC's whole evacuated from-space as one range after its moves
+  // (a range frees only what the GC did not move). false: one on_free per dead object.
   bool free_ranges = true;
   // Root marks (ir::ElimOptions::roots_marked): every collection hands each object a mutator
   // frame references to Profiler::on_root, at its post-GC address, before the mutators resume,

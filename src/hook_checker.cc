@@ -176,12 +176,13 @@ void HookChecker::gc_end() {
     }
     claim(i, Fate::kFreed, 0, "on_free", a);
   }
-  // Calls fn(index) for every live object inside [from, from + bytes); one that the range cuts
-  // in two is reported against `hook` instead.
-  auto each_inside = [&](std::string_view hook, Address from, std::uint64_t bytes, auto&& fn) {
+  // Calls fn(index) for every live object inside [from, from + bytes) but those skip(index)
+  // names; one that the range cuts in two is reported against `hook` instead.
+  auto each_inside = [&](std::string_view hook, Address from, std::uint64_t bytes, auto&& fn, auto&& skip) {
     auto first = std::lower_bound(live_.begin(), live_.end(), from,
                                   [](const Object& o, Address a) { return o.addr + o.size <= a; });
     for (auto it = first; it != live_.end() && it->addr < from + bytes; ++it) {
+      if (skip(static_cast<std::size_t>(it - live_.begin()))) continue;
       if (it->addr < from || it->addr + it->size > from + bytes) {
         report(hook, from,
                fmt::format("range [{:#x}, +{}) cuts the live object [{:#x}, +{}) in two", from, bytes, it->addr, it->size));
@@ -190,8 +191,6 @@ void HookChecker::gc_end() {
       fn(static_cast<std::size_t>(it - live_.begin()));
     }
   };
-  for (const FreeRangeLog& r : free_ranges)
-    each_inside("on_free_range", r.from, r.bytes, [&](std::size_t i) { claim(i, Fate::kFreed, 0, "on_free_range", r.from); });
   for (const MoveLog& m : moves) {
     const std::size_t i = find(m.from);
     if (i == npos) {
@@ -217,8 +216,13 @@ void HookChecker::gc_end() {
         return;
       }
       claim(i, Fate::kMoved, to, "on_move_range", r.from);
-    });
+    }, [](std::size_t) { return false; });
   }
+  // A free range frees what this GC does not move (a copying collector reports its evacuated
+  // area as one range, whenever in the GC it likes): the moved inside it, or cut by it, are spared.
+  for (const FreeRangeLog& r : free_ranges)
+    each_inside("on_free_range", r.from, r.bytes, [&](std::size_t i) { claim(i, Fate::kFreed, 0, "on_free_range", r.from); },
+                [&](std::size_t i) { return fate[i] == Fate::kMoved; });
   // The heap after the GC: survivors in place (still sorted), moved objects at their targets.
   struct Placed {
     Object obj;

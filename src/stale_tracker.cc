@@ -104,6 +104,18 @@ void StaleTracker::GranuleBits::set_span(std::uint64_t g0, std::uint64_t g1) noe
   words_[last] |= tail;
 }
 
+void StaleTracker::GranuleBits::clear_exact(std::uint64_t g0, std::uint64_t g1) noexcept {
+  const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
+  const std::uint64_t head = ~std::uint64_t{0} << (g0 & 63), tail = ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
+  if (first == last) {
+    words_[first] &= ~(head & tail);
+    return;
+  }
+  words_[first] &= ~head;
+  for (std::uint64_t i = first + 1; i < last; ++i) words_[i] = 0;
+  words_[last] &= ~tail;
+}
+
 void StaleTracker::GranuleBits::clear_span(std::uint64_t g0, std::uint64_t g1) noexcept {
   std::fill(words_ + (g0 >> 6), words_ + ((g1 - 1) >> 6) + 1, std::uint64_t{0});
 }
@@ -331,7 +343,7 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const BitmapSnapshot* co
   conflicts_pending_ = false;
   for (std::size_t s = 0; s < tables_.size(); ++s) {
     if (tables_[s].empty()) continue;
-    res.freed += kill_freed(s, frees, free_ranges);  // by search if the bits could not be mapped
+    res.freed += kill_freed(s, frees, free_ranges, moves, ranges);  // by search if the bits could not be mapped
   }
   // The start bits follow: every pre-GC start goes, the survivors' (post-GC) starts come back.
   if (exact_starts_)
@@ -490,13 +502,19 @@ void StaleTracker::unmark_freed(std::size_t s, std::span<const Address> frees, s
                  [&](std::uint64_t g0, std::uint64_t g1) { bits.clear_span(g0, g1); });
 }
 
-void StaleTracker::index_moves(std::size_t s, std::span<const MoveLog> moves) {
+void StaleTracker::index_moves(std::size_t s, std::span<const MoveLog> moves, bool spare) {
   clear_index(s, moves.size());
+  // Locals: the stores below would otherwise make the compiler reload every one per move.
+  const HeapSpace space = spaces_[s];
+  std::uint64_t* const slots = index_[s].data();
+  const std::uint64_t mask = mask_[s];
+  std::uint64_t* const freed = spare ? freed_[s].words() : nullptr;
   for (std::size_t i = 0; i < moves.size(); ++i) {
     std::uint64_t g = 0;
-    if (!start_of(spaces_[s], moves[i].from, g)) continue;  // no record starts there
+    if (!start_of(space, moves[i].from, g)) continue;  // no record starts there
     // The same object moved twice: the later move wins.
-    slot_for(index_[s].data(), mask_[s], static_cast<std::uint32_t>(g)) = entry(static_cast<std::uint32_t>(g), i);
+    slot_for(slots, mask, static_cast<std::uint32_t>(g)) = entry(static_cast<std::uint32_t>(g), i);
+    if (freed) freed[g >> 6] &= ~(std::uint64_t{1} << (g & 63));  // spare_moved: a free range spares what moved
   }
 }
 
@@ -511,7 +529,7 @@ std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bit
   const GranuleBits& freed = freed_[s];
   GranuleBits& starts = starts_[s];
   const bool any_moves = !moves.empty();
-  if (any_moves) index_moves(s, moves);
+  if (any_moves) index_moves(s, moves, any_freed);
   std::vector<std::uint32_t>& rehomed = rehomed_;  // table positions of the moved survivors
   rehomed.clear();
   std::uint64_t dead = 0;
@@ -569,10 +587,27 @@ std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bit
   return dead;
 }
 
+// An object this GC moves is not freed by a range that holds its old place (a copying collector
+// reports its whole evacuated area as one range): the freed bits at the sources of the GC's
+// moves and range moves go before the records test them.
+void StaleTracker::spare_moved(std::size_t s, std::span<const MoveLog> moves, std::span<const RangeMoveLog> ranges) {
+  GranuleBits& bits = freed_[s];
+  for (const MoveLog& m : moves) {
+    std::uint64_t g = 0;
+    if (start_of(spaces_[s], m.from, g)) bits.clear(g);
+  }
+  for (const RangeMoveLog& r : ranges) {
+    std::uint64_t g0 = 0, g1 = 0;
+    if (span_of(spaces_[s], FreeRangeLog{r.from, r.bytes}, g0, g1)) bits.clear_exact(g0, g1);
+  }
+}
+
 // Marks the dead (for a GC that goes through the index).
-std::uint64_t StaleTracker::kill_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs) {
-  if (!freed_[s].ensure(spaces_[s].granule_count())) return kill_freed_by_search(s, frees, runs);
+std::uint64_t StaleTracker::kill_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs,
+                                       std::span<const MoveLog> moves, std::span<const RangeMoveLog> ranges) {
+  if (!freed_[s].ensure(spaces_[s].granule_count())) return kill_freed_by_search(s, frees, runs, moves, ranges);
   if (!mark_freed(s, frees, runs)) return 0;
+  spare_moved(s, moves, ranges);
   const GranuleBits& bits = freed_[s];
   std::uint64_t freed = 0;
   for (TrackedRecord& r : tables_[s]) {
@@ -587,7 +622,8 @@ std::uint64_t StaleTracker::kill_freed(std::size_t s, std::span<const Address> f
 // Without the bits (they could not be mapped): the index finds each freed start, and each record
 // looks its address up among the runs sorted by start. Marks the dead; needs build_index.
 std::uint64_t StaleTracker::kill_freed_by_search(std::size_t s, std::span<const Address> frees,
-                                                 std::span<const FreeRangeLog> free_ranges) {
+                                                 std::span<const FreeRangeLog> free_ranges, std::span<const MoveLog> moves,
+                                                 std::span<const RangeMoveLog> ranges) {
   std::uint64_t freed = 0;
   for (Address a : frees) {
     std::size_t fs = 0;
@@ -600,8 +636,18 @@ std::uint64_t StaleTracker::kill_freed_by_search(std::size_t s, std::span<const 
   runs.assign(free_ranges.begin(), free_ranges.end());
   sort_runs(runs);
   if (runs.empty()) return freed;
+  // The moved are spared (spare_moved): their sources, sorted, and the range moves' runs.
+  std::vector<Address>& moved = frees_scratch_;
+  moved.clear();
+  for (const MoveLog& m : moves) moved.push_back(m.from);
+  std::sort(moved.begin(), moved.end());
+  std::vector<FreeRangeLog> moved_runs;
+  for (const RangeMoveLog& r : ranges) moved_runs.push_back({r.from, r.bytes});
+  sort_runs(moved_runs);
   for (TrackedRecord& r : tables_[s]) {
-    if (r.site_type == kDead || !run_containing(runs, spaces_[s].address_of(r.granule))) continue;
+    const Address a = spaces_[s].address_of(r.granule);
+    if (r.site_type == kDead || !run_containing(runs, a)) continue;
+    if (std::binary_search(moved.begin(), moved.end(), a) || run_containing(moved_runs, a)) continue;
     r.site_type = kDead;
     ++freed;
   }

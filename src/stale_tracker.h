@@ -188,6 +188,7 @@ class StaleTracker {
     void clear(std::uint64_t g) noexcept { words_[g >> 6] &= ~(std::uint64_t{1} << (g & 63)); }
     void set_span(std::uint64_t g0, std::uint64_t g1) noexcept;  // [g0, g1), g0 < g1
     void clear_span(std::uint64_t g0, std::uint64_t g1) noexcept;  // whole words: only for scratch bits
+    void clear_exact(std::uint64_t g0, std::uint64_t g1) noexcept;  // [g0, g1), g0 < g1
     bool any_in(std::uint64_t g0, std::uint64_t g1) const noexcept;
     std::uint64_t* words() noexcept { return words_; }
 
@@ -217,8 +218,9 @@ class StaleTracker {
   std::uint64_t sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed,
                             std::span<const MoveLog> moves, ApplyResult& res);
   // index_[s] over a GC's moves (pre-GC granule -> move) instead of the records, and its lookup
-  // (the move's position, or -1).
-  void index_moves(std::size_t s, std::span<const MoveLog> moves);
+  // (the move's position, or -1). `spare`: also clears the moves' sources in freed_[s]
+  // (spare_moved, in the same loop).
+  void index_moves(std::size_t s, std::span<const MoveLog> moves, bool spare);
   std::int64_t find_move(std::size_t s, std::uint32_t g) const noexcept;
   // Empties index_[s], sized for `entries`.
   void clear_index(std::size_t s, std::size_t entries);
@@ -237,8 +239,14 @@ class StaleTracker {
   // Kills the live records of space s that start at a freed address or in a freed range;
   // `erase` drops them (and their start bits) from the table, otherwise they are marked dead.
   // Returns how many died.
-  std::uint64_t kill_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
-  std::uint64_t kill_freed_by_search(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
+  // The GC's moves and range moves spare what they move (see spare_moved).
+  std::uint64_t kill_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs,
+                           std::span<const MoveLog> moves, std::span<const RangeMoveLog> ranges);
+  std::uint64_t kill_freed_by_search(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs,
+                                     std::span<const MoveLog> moves, std::span<const RangeMoveLog> ranges);
+  // Clears the freed bits (mark_freed) of space s at the sources of the GC's moves and range
+  // moves: a free range never kills an object the same GC moves.
+  void spare_moved(std::size_t s, std::span<const MoveLog> moves, std::span<const RangeMoveLog> ranges);
 
   std::vector<HeapSpace> spaces_;
   std::vector<std::vector<TrackedRecord>> tables_;

@@ -20,6 +20,8 @@
 // - on_move / on_move_range / on_free / on_free_range: between gc_begin and gc_end, from any number of
 //   collector threads at once. Each object moves at most once per GC; addresses are pre-GC
 //   addresses. Objects allocated during a cycle are not moved or freed by that same cycle.
+//   A free range never frees what the same GC moves, wherever it stands among the moves: a
+//   copying collector reports its evacuated area as one range.
 // - gc_end: once every move and free of the cycle has been reported.
 // - Collectors that let mutators run inside the bracket (lazy or incremental sweeping, Lua's
 //   incremental collector, a CMS sweep; docs/embedding.md): between gc_begin and gc_end the
@@ -301,10 +303,12 @@ class Profiler {
   // them over in batches and pay the hook's fixed cost once per batch. The embedder reports a
   // batch before any of its memory is reused (before the next allocation), and before gc_end.
   void on_free_batch(std::span<const Address> addrs);
-  // Every object that starts in [addr, addr + bytes) died: a sweep's run of dead cells in one
-  // call (and one 17-byte trace record) instead of one on_free per object. The range lies in
-  // one space and may cover free memory too; it must not cut an object in two (the hook
-  // checker says so). bytes == 0 is a no-op.
+  // Every object that starts in [addr, addr + bytes) died, except those this GC moves
+  // (on_move, on_move_range, reported before or after the range): a sweep's run of dead cells
+  // in one call (and one 17-byte trace record) instead of one on_free per object, or a copying
+  // collector's whole evacuated area, which it then need not walk for its dead. The range lies
+  // in one space and may cover free memory too; it must not cut an object that stays in two
+  // (the hook checker says so). bytes == 0 is a no-op.
   void on_free_range(Address addr, std::uint64_t bytes);
   // Root marks (ir::ElimOptions::roots_marked, `objprof elim --assume=root-marks`): a collector
   // that promises them calls this for every object a mutator frame's live reference slot holds,

@@ -403,11 +403,14 @@ void Back::collect(std::uint32_t e, bool parallel) {
 }
 
 // Pass 1 for one shard: the sources in its windows leave the map (lines prefetched a few ops
-// ahead); frees die, moves become relocations in op order.
+// ahead); frees die, moves become relocations in op order. Free ranges come after every move
+// and range move of the GC, wherever they stand among them: a range frees only what the GC does
+// not move (a copying collector reports its evacuated area as one range).
 void Back::leave(Shard& s, Counters& c, std::uint32_t e) {
   const std::size_t n = s.ops.size();
   s.ids.resize(n);
   s.range_out.clear();
+  bool free_ranges = false;
   for (std::size_t i = 0; i < n; ++i) {
     if (i + kAhead < n) s.map.prefetch(s.ops[i + kAhead].from);
     if (s.ops[i].kind == Event::kRange) {
@@ -415,14 +418,17 @@ void Back::leave(Shard& s, Counters& c, std::uint32_t e) {
       take_range(s, s.ops[i]);
     } else if (s.ops[i].kind == Event::kFreeRange) {
       s.ids[i] = kMissing;
-      erase_range(s, s.ops[i].from, s.ops[i].bytes, [&](std::uint64_t, ObjectId id) {
-        ++c.range_freed;
-        kill(c, id, e, cur_.gcs_seen);
-      });
+      free_ranges = true;
     } else {
       s.ids[i] = s.map.erase(s.ops[i].from);
     }
   }
+  for (std::size_t i = 0; i < n && free_ranges; ++i)
+    if (s.ops[i].kind == Event::kFreeRange)
+      erase_range(s, s.ops[i].from, s.ops[i].bytes, [&](std::uint64_t, ObjectId id) {
+        ++c.range_freed;
+        kill(c, id, e, cur_.gcs_seen);
+      });
   std::size_t range = 0, range_pos = 0;
   for (std::size_t i = 0; i < n; ++i) {
     if (i + kAhead < n && s.ids[i + kAhead] != kMissing) a_.objects.prefetch_update(s.ids[i + kAhead]);
