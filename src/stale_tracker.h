@@ -131,6 +131,13 @@ class StaleTracker {
     for (Address a : addrs)
       if (may_hold(a)) out.push_back(a);
   }
+  // may_hold for an address inside the only space (the collector hooks' short path).
+  bool may_hold_in_only_space(Address a) const noexcept {
+    if (!exact_starts_) return true;
+    const HeapSpace& space = spaces_[0];
+    if (!space.is_aligned(a)) return false;
+    return starts_[0].test((a - space.begin()) >> space.log2_alignment());
+  }
   // False only if no tracked object starts at `a` (until the next apply()).
   bool may_hold(Address a) const noexcept {
     for (std::size_t s = 0; s < spaces_.size(); ++s) {

@@ -344,6 +344,11 @@ class Profiler {
   explicit Profiler(ProfilerOptions options);
   Result<SpaceId> add_space_impl(const HeapSpace& space, const AccessBitmap::ExternalBuffers* buffers);
   void track_alloc(ThreadState& thread, std::uint32_t site, std::uint32_t type, Address addr, std::uint64_t size);
+  // The collector hooks with every check and the trace (plain_collector_hooks_ says when the
+  // short paths in the hooks themselves suffice).
+  void move_in_full(Address from, Address to);
+  void free_in_full(Address addr);
+  void free_range_in_full(Address addr, std::uint64_t bytes);
   std::uint32_t intern_pair(ThreadState& thread, std::uint32_t site, std::uint32_t type);
   bool check_resize(ThreadState& thread, Address addr);
   void track_resize(ThreadState& thread, Address addr, std::uint64_t bytes, std::uint32_t site, std::uint32_t type);
@@ -372,6 +377,9 @@ class Profiler {
   bool mark_on_alloc_;
   // Set once, when the spaces freeze (write_header_once, before any thread is attached).
   bool slow_alloc_ = true;
+  // No hook checks, no trace, one space: a collector hook inside the bracket and the space
+  // counts its event and asks the tracker's filter, nothing else (once per object per GC).
+  bool plain_collector_hooks_ = false;
   Address space_begin_ = 0;
   std::uint64_t space_bytes_ = 0;
   const BarrierDescriptor* space_desc_ = nullptr;  // the only space's, for mark_on_alloc

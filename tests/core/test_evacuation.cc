@@ -226,3 +226,29 @@ TEST_CASE("evacuation: a range reported before the moves spares them", "[core][p
   REQUIRE(a.gcs.size() == 1);
   CHECK(a.gcs[0].freed_objects == 1);
 }
+
+TEST_CASE("collector hooks without checks or a trace still refuse misuse", "[core][protocol]") {
+  // The hooks' short path (plain_collector_hooks_) hands anything outside the bracket or the
+  // space to the full path, which reports it.
+  test::ProfilerRig r(8 * kSlot, [](ProfilerOptions& o) {
+    o.check_hooks = false;
+    o.trace_sink = nullptr;
+  });
+  r.prof->on_alloc(*r.thread, 1, 1, r.at(0), 1024);
+  r.prof->on_move(r.at(0), r.at(kSlot));  // outside gc_begin/gc_end
+  REQUIRE(r.errors.size() == 1);
+  CHECK(r.errors[0].hook == "on_move");
+  REQUIRE(r.prof->gc_begin(GcKind::kCopying).ok());
+  const Address outside = r.heap.space().end() + 64;
+  r.prof->on_move(r.at(0), outside);
+  r.prof->on_free(outside);
+  r.prof->on_free_range(r.at(kSlot), 8 * kSlot);  // runs past the space's end
+  r.prof->on_free_range(r.at(kSlot), 0);           // a no-op, not an error
+  REQUIRE(r.prof->gc_end().ok());
+  REQUIRE(r.errors.size() == 4);
+  CHECK(r.errors[1].hook == "on_move");
+  CHECK(r.errors[2].hook == "on_free");
+  CHECK(r.errors[3].hook == "on_free_range");
+  CHECK(r.prof->stats().tracked_live == 1);  // nothing applied
+  CHECK(r.prof->stats().moves == 0);
+}
