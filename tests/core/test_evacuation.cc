@@ -35,11 +35,8 @@ struct CopyingRig {
 
   CopyingRig(bool checks_and_trace, bool two) : two_spaces(two) {
     ProfilerOptions o;
+    test::rig_defaults(o);
     o.check_hooks = checks_and_trace;
-    o.stale_after_epochs = 2;
-    o.stale_after_bytes = 0;
-    o.min_tracked_size = 1024;
-    o.default_leak_printer = false;
     if (checks_and_trace) {
       auto s = std::make_unique<MemorySink>();
       sink = s.get();
@@ -124,15 +121,7 @@ void require_same_outcome(CopyingRig& each, CopyingRig& evac) {
   CHECK(a.objects_tracked == b.objects_tracked);
   CHECK(a.tracked_live == b.tracked_live);
   CHECK(a.leaks_reported == b.leaks_reported);
-  REQUIRE(each.leaks.size() == evac.leaks.size());
-  CHECK(!each.leaks.empty());
-  for (std::size_t i = 0; i < each.leaks.size(); ++i) {
-    CHECK(each.leaks[i].addr - each.heap.space().begin() == evac.leaks[i].addr - evac.heap.space().begin());
-    CHECK(each.leaks[i].site_id == evac.leaks[i].site_id);
-    CHECK(each.leaks[i].size == evac.leaks[i].size);
-    CHECK(each.leaks[i].last_access_epoch == evac.leaks[i].last_access_epoch);
-    CHECK(each.leaks[i].epoch == evac.leaks[i].epoch);
-  }
+  test::require_same_leaks(each.leaks, each.heap.space().begin(), evac.leaks, evac.heap.space().begin());
 }
 
 analysis::TraceAnalysis analyze(CopyingRig& r) {

@@ -67,15 +67,7 @@ void require_same_outcome(ProfilerRig& one, ProfilerRig& batch) {
   CHECK(a.objects_tracked == b.objects_tracked);
   CHECK(a.tracked_live == b.tracked_live);
   CHECK(a.leaks_reported == b.leaks_reported);
-  REQUIRE(one.leaks.size() == batch.leaks.size());
-  CHECK(!one.leaks.empty());
-  for (std::size_t i = 0; i < one.leaks.size(); ++i) {
-    CHECK(one.leaks[i].addr - one.heap.space().begin() == batch.leaks[i].addr - batch.heap.space().begin());
-    CHECK(one.leaks[i].site_id == batch.leaks[i].site_id);
-    CHECK(one.leaks[i].size == batch.leaks[i].size);
-    CHECK(one.leaks[i].last_access_epoch == batch.leaks[i].last_access_epoch);
-    CHECK(one.leaks[i].epoch == batch.leaks[i].epoch);
-  }
+  test::require_same_leaks(one.leaks, one.heap.space().begin(), batch.leaks, batch.heap.space().begin());
 }
 
 }  // namespace

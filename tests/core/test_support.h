@@ -43,6 +43,30 @@ class FakeHeap {
   HeapSpace space_;
 };
 
+// The rigs' option defaults: hook checks on, GC_K = 2 alone (the rigs' epochs are not a
+// program's progress), 1 KiB tracked, no printer.
+inline void rig_defaults(ProfilerOptions& o) {
+  o.check_hooks = true;
+  o.stale_after_epochs = 2;
+  o.stale_after_bytes = 0;
+  o.min_tracked_size = 1024;
+  o.default_leak_printer = false;
+}
+
+// Two runs of one program on two heaps found the same leaks, at the same offsets in their heaps.
+inline void require_same_leaks(const std::vector<LeakReport>& a, Address a_base, const std::vector<LeakReport>& b,
+                               Address b_base) {
+  REQUIRE(a.size() == b.size());
+  CHECK(!a.empty());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].addr - a_base == b[i].addr - b_base);
+    CHECK(a[i].site_id == b[i].site_id);
+    CHECK(a[i].size == b[i].size);
+    CHECK(a[i].last_access_epoch == b[i].last_access_epoch);
+    CHECK(a[i].epoch == b[i].epoch);
+  }
+}
+
 // A profiler over a FakeHeap with one attached thread ("main", id 1) and hook checking on,
 // collecting what it reports; the trace goes to memory. Tests derive their rigs from it and
 // define their types and sites.
@@ -60,11 +84,7 @@ struct ProfilerRig {
   explicit ProfilerRig(std::size_t heap_bytes, const std::function<void(ProfilerOptions&)>& configure = {})
       : heap(heap_bytes) {
     ProfilerOptions o;
-    o.check_hooks = true;
-    o.stale_after_epochs = 2;
-    o.stale_after_bytes = 0;
-    o.min_tracked_size = 1024;
-    o.default_leak_printer = false;
+    rig_defaults(o);
     auto s = std::make_unique<MemorySink>();
     sink = s.get();
     o.trace_sink = std::move(s);
