@@ -434,7 +434,7 @@ void Profiler::write_header_once() {
       space_desc_ = &state_->bitmaps[0]->descriptor();
     }
     slow_alloc_ = check_hooks_ || state_->spaces.size() != 1;
-    plain_collector_hooks_ = !state_->checker && !state_->writer && state_->spaces.size() == 1;
+    plain_collector_hooks_ = !state_->checker && !state_->writer;  // in_the_space says "one space"
     if (!state_->control) return;
     std::size_t bytes = 1 + 4 + 2;
     for (const HeapSpace& s : state_->spaces) bytes += 4 + 8 + 8 + EventBuffer::string_bytes(s.name());
@@ -757,8 +757,8 @@ OBJPROF_ALWAYS_INLINE EventBuffer* collector_buffer(ProfilerState& st, internal:
 }  // namespace
 
 void Profiler::on_move(Address from, Address to) {
-  if (plain_collector_hooks_ && in_gc_.load(std::memory_order_relaxed) && from - space_begin_ < space_bytes_ &&
-      to - space_begin_ < space_bytes_) [[likely]] {
+  if (plain_collector_hooks_ && in_gc_.load(std::memory_order_relaxed) && in_the_space(from, 0) &&
+      in_the_space(to, 0)) [[likely]] {
     internal::CollectorLocal& local = collector_local(*state_);
     ++local.moves_seen;
     if (state_->tracker.may_hold_in_only_space(from)) local.moves.push_back({from, to});
@@ -804,7 +804,7 @@ void Profiler::on_move_range(Address from, Address to, std::uint64_t bytes) {
 }
 
 void Profiler::on_free(Address addr) {
-  if (plain_collector_hooks_ && in_gc_.load(std::memory_order_relaxed) && addr - space_begin_ < space_bytes_) [[likely]] {
+  if (plain_collector_hooks_ && in_gc_.load(std::memory_order_relaxed) && in_the_space(addr, 0)) [[likely]] {
     internal::CollectorLocal& local = collector_local(*state_);
     ++local.frees_seen;
     if (state_->tracker.may_hold_in_only_space(addr)) local.frees.push_back(addr);
@@ -863,8 +863,8 @@ void Profiler::on_free_batch(std::span<const Address> addrs) {
 }
 
 void Profiler::on_free_range(Address addr, std::uint64_t bytes) {
-  if (plain_collector_hooks_ && in_gc_.load(std::memory_order_relaxed) && bytes != 0 &&
-      addr - space_begin_ < space_bytes_ && bytes <= space_bytes_ - (addr - space_begin_)) [[likely]] {
+  if (plain_collector_hooks_ && in_gc_.load(std::memory_order_relaxed) && bytes != 0 && in_the_space(addr, bytes))
+      [[likely]] {
     internal::CollectorLocal& local = collector_local(*state_);
     ++local.free_ranges_seen;
     if (state_->tracker.may_hold_range(addr, bytes)) local.free_ranges.push_back({addr, bytes});

@@ -92,28 +92,31 @@ bool StaleTracker::GranuleBits::ensure(std::uint64_t granules) noexcept {
   return true;
 }
 
-void StaleTracker::GranuleBits::set_span(std::uint64_t g0, std::uint64_t g1) noexcept {
+// Calls fn(word index, mask of the granules of [g0, g1) in that word) for each word the span
+// touches, in order, until fn returns true; returns whether one did. g0 < g1.
+template <class Fn>
+bool StaleTracker::GranuleBits::each_word(std::uint64_t g0, std::uint64_t g1, Fn&& fn) {
   const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
   const std::uint64_t head = ~std::uint64_t{0} << (g0 & 63), tail = ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
-  if (first == last) {
-    words_[first] |= head & tail;
-    return;
-  }
-  words_[first] |= head;
-  for (std::uint64_t i = first + 1; i < last; ++i) words_[i] = ~std::uint64_t{0};
-  words_[last] |= tail;
+  if (first == last) return fn(first, head & tail);
+  if (fn(first, head)) return true;
+  for (std::uint64_t i = first + 1; i < last; ++i)
+    if (fn(i, ~std::uint64_t{0})) return true;
+  return fn(last, tail);
+}
+
+void StaleTracker::GranuleBits::set_span(std::uint64_t g0, std::uint64_t g1) noexcept {
+  each_word(g0, g1, [&](std::uint64_t w, std::uint64_t m) {
+    words_[w] |= m;
+    return false;
+  });
 }
 
 void StaleTracker::GranuleBits::clear_exact(std::uint64_t g0, std::uint64_t g1) noexcept {
-  const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
-  const std::uint64_t head = ~std::uint64_t{0} << (g0 & 63), tail = ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
-  if (first == last) {
-    words_[first] &= ~(head & tail);
-    return;
-  }
-  words_[first] &= ~head;
-  for (std::uint64_t i = first + 1; i < last; ++i) words_[i] = 0;
-  words_[last] &= ~tail;
+  each_word(g0, g1, [&](std::uint64_t w, std::uint64_t m) {
+    words_[w] &= ~m;
+    return false;
+  });
 }
 
 void StaleTracker::GranuleBits::clear_span(std::uint64_t g0, std::uint64_t g1) noexcept {
@@ -121,14 +124,7 @@ void StaleTracker::GranuleBits::clear_span(std::uint64_t g0, std::uint64_t g1) n
 }
 
 bool StaleTracker::GranuleBits::any_in(std::uint64_t g0, std::uint64_t g1) const noexcept {
-  if (g0 >= g1) return false;
-  const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
-  const std::uint64_t head = ~std::uint64_t{0} << (g0 & 63), tail = ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
-  if (first == last) return (words_[first] & head & tail) != 0;
-  if (words_[first] & head) return true;
-  for (std::uint64_t i = first + 1; i < last; ++i)
-    if (words_[i]) return true;
-  return (words_[last] & tail) != 0;
+  return g0 < g1 && each_word(g0, g1, [&](std::uint64_t w, std::uint64_t m) { return (words_[w] & m) != 0; });
 }
 
 void StaleTracker::claim_from(std::size_t s, std::size_t first) noexcept {
@@ -637,7 +633,7 @@ std::uint64_t StaleTracker::kill_freed_by_search(std::size_t s, std::span<const 
   sort_runs(runs);
   if (runs.empty()) return freed;
   // The moved are spared (spare_moved): their sources, sorted, and the range moves' runs.
-  std::vector<Address>& moved = frees_scratch_;
+  std::vector<Address>& moved = moved_scratch_;
   moved.clear();
   for (const MoveLog& m : moves) moved.push_back(m.from);
   std::sort(moved.begin(), moved.end());

@@ -198,6 +198,8 @@ class StaleTracker {
     void clear_exact(std::uint64_t g0, std::uint64_t g1) noexcept;  // [g0, g1), g0 < g1
     bool any_in(std::uint64_t g0, std::uint64_t g1) const noexcept;
     std::uint64_t* words() noexcept { return words_; }
+    template <class Fn>
+    static bool each_word(std::uint64_t g0, std::uint64_t g1, Fn&& fn);
 
    private:
     std::uint64_t* words_ = nullptr;
@@ -276,7 +278,7 @@ class StaleTracker {
   std::vector<PendingResize> resize_scratch_;
   std::vector<std::uint32_t> rehomed_;
   std::vector<FreeRangeLog> free_scratch_;
-  std::vector<Address> frees_scratch_;
+  std::vector<Address> moved_scratch_;  // kill_freed_by_search: the GC's moves' sources, sorted
   // Per space, one bit per granule: the starts a GC's frees and free ranges cover (apply, then cleared).
   std::vector<GranuleBits> freed_;
 };

@@ -377,8 +377,9 @@ class Profiler {
   bool mark_on_alloc_;
   // Set once, when the spaces freeze (write_header_once, before any thread is attached).
   bool slow_alloc_ = true;
-  // No hook checks, no trace, one space: a collector hook inside the bracket and the space
-  // counts its event and asks the tracker's filter, nothing else (once per object per GC).
+  // No hook checks, no trace: a collector hook inside the bracket and the only space
+  // (in_the_space) counts its event and asks the tracker's filter, nothing else (once per
+  // object per GC).
   bool plain_collector_hooks_ = false;
   Address space_begin_ = 0;
   std::uint64_t space_bytes_ = 0;
