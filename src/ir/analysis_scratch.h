@@ -8,6 +8,8 @@
 #include "objprof/ir/analysis.h"
 #include "objprof/ir/elim.h"
 
+#include "block_layout.h"
+
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -69,12 +71,21 @@ struct GlobalPassScratch {
   std::vector<std::uint8_t> block_flags;  // by RPO index: what the block's last transfer found
 };
 
+// The global pass on a copy of the function laid out in RPO (elim_global.cc): the copy, and
+// per block of the copy where its decisions start in the original's result. The copy's
+// analyses use the manager's own arrays.
+struct LayoutScratch {
+  RpoLayout layout;
+  std::vector<std::uint32_t> decision_first;
+};
+
 struct AnalysisScratch {
   CfgScratch cfg;
   DominatorScratch dominators;
   FrontierScratch frontiers;
   SsaScratch ssa;
   GlobalPassScratch global;
+  LayoutScratch layout;
 };
 
 // The analyses into existing results, reusing their storage and `scratch`'s.

@@ -17,18 +17,22 @@
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
+#include <span>
 
 namespace objprof::ir {
 namespace {
 
 class GlobalSolver {
  public:
-  GlobalSolver(FunctionAnalyses& am, const ElimOptions& options, ElimResult* out)
+  // `decision_first`: per block of am's shape, where its decisions start in out->accesses
+  // (out->block_first, or the original's when am holds the RPO layout of it).
+  GlobalSolver(FunctionAnalyses& am, const ElimOptions& options, ElimResult* out, const std::uint32_t* decision_first)
       : shape_(am.shape()),
         cfg_(am.cfg()),
         ssa_(am.ssa()),
         options_(options),
         out_(out),
+        decision_first_(decision_first),
         scratch_(am.scratch().global),
         stamp_(scratch_.stamp),
         mark_(scratch_.mark),
@@ -168,7 +172,7 @@ class GlobalSolver {
       }
     }
     std::uint8_t found = 0;
-    AccessDecision* dec = out_->accesses.data() + out_->block_first[b];
+    AccessDecision* dec = out_->accesses.data() + decision_first_[b];
     const std::uint8_t gc_flag = exact_ ? FunctionShape::kMayGc : 0;
     const std::uint8_t alloc_flag = options_.allocation_marks ? FunctionShape::kAllocates : 0;
     for (InstrId k = shape_.block_begin[b], last = shape_.block_begin[b + 1]; k < last; ++k) {
@@ -221,6 +225,7 @@ class GlobalSolver {
   const SsaForm& ssa_;
   const ElimOptions& options_;
   ElimResult* out_;
+  const std::uint32_t* decision_first_;
   std::uint32_t R_ = 0;
   std::size_t W_ = 0;
   bool exact_ = true;
@@ -232,6 +237,23 @@ class GlobalSolver {
   std::vector<std::uint64_t>& out_bits_;
   std::vector<std::uint8_t>& block_flags_;  // by RPO index
 };
+
+// kAuto: large functions only, where the arrays leave the caches and the layout's copy costs
+// less than the scattered walks it saves (bench_elim, docs/results.md).
+bool may_lay_out(ElimOptions::Layout layout, const FunctionShape& shape) {
+  switch (layout) {
+    case ElimOptions::Layout::kAsGiven: return false;
+    case ElimOptions::Layout::kRpo: return true;
+    case ElimOptions::Layout::kAuto: break;
+  }
+  return shape.num_instrs() >= ElimOptions::kLayoutMinInstrs;
+}
+
+void mark_unreachable(std::span<const BlockId> blocks, ElimResult& out) {
+  for (BlockId b : blocks) {
+    for (std::uint32_t d = out.block_first[b]; d < out.block_first[b + 1]; ++d) out.accesses[d].reason = Reason::kUnreachable;
+  }
+}
 
 }  // namespace
 
@@ -245,11 +267,23 @@ bool GlobalElimPass::run(FunctionAnalyses& am, ElimResult* out) {
   out->receiver_marked = options_.receiver_marked;
   out->roots_marked = options_.roots_marked;
   // The solver decides every access of a reachable block; those of the others stay kept.
-  const Cfg& cfg = am.cfg();
-  for (BlockId b : cfg.unreachable) {
-    for (std::uint32_t d = out->block_first[b]; d < out->block_first[b + 1]; ++d) out->accesses[d].reason = Reason::kUnreachable;
+  LayoutScratch& scratch = am.scratch().layout;
+  if (may_lay_out(options_.layout, am.shape()) &&
+      lay_out_in_rpo(am.shape(), scratch.layout, options_.layout == ElimOptions::Layout::kAuto)) {
+    const RpoLayout& layout = scratch.layout;
+    mark_unreachable(std::span(layout.old_of).subspan(layout.num_reachable), *out);
+    // The solver walks the copy and writes each block's decisions where the original's are.
+    scratch.decision_first.resize(layout.old_of.size());
+    for (BlockId i = 0; i < layout.old_of.size(); ++i) scratch.decision_first[i] = out->block_first[layout.old_of[i]];
+    // The copy's analyses use the manager's arrays; the original's are recomputed on demand.
+    const FunctionAnalyses::Binding original = am.binding();
+    am.reset(layout.shape);
+    const bool removed = GlobalSolver(am, options_, out, scratch.decision_first.data()).run();
+    am.rebind(original);
+    return removed;
   }
-  return GlobalSolver(am, options_, out).run();
+  mark_unreachable(am.cfg().unreachable, *out);
+  return GlobalSolver(am, options_, out, out->block_first.data()).run();
 }
 
 }  // namespace objprof::ir

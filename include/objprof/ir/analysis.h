@@ -182,6 +182,21 @@ class FunctionAnalyses {
   // Working memory objprof's passes borrow for the function's duration.
   AnalysisScratch& scratch();
 
+  // What the manager is bound to. A pass that analyses a transformed copy of the function (the
+  // global pass's RPO layout) binds the manager to the copy, so that the copy's analyses reuse
+  // the same arrays, and rebinds it afterwards: the original's results are then recomputed on
+  // demand, and a shape derived from an ir::Function is kept.
+  struct Binding {
+    const Function* function;
+    const FunctionShape* shape;
+  };
+  Binding binding() const { return {f_, shape_ptr_}; }
+  void rebind(Binding b) {
+    invalidate();
+    f_ = b.function;
+    shape_ptr_ = b.shape;
+  }
+
  private:
   enum : std::uint8_t { kCfgValid = 1, kDomTreeValid = 2, kFrontiersValid = 4, kSsaValid = 8 };
   const Function* f_ = nullptr;

@@ -67,6 +67,15 @@ struct ElimOptions {
   // Global pass, for tests: recompute every block's exit facts from its final entry facts and
   // abort if they differ from those the fixed point stored (an objprof bug).
   bool self_check = false;
+  // Global pass: the block order its analyses walk. kAuto runs the pass on a copy of the shape
+  // laid out in reverse post-order (src/ir/block_layout.h) when the function is large enough
+  // for its arrays to leave the caches (kLayoutMinInstrs instructions) and its blocks are not
+  // in RPO already; kAsGiven never does, kRpo always does. The decisions are the same in every
+  // mode; only the time and the workspace's memory differ (the copy is ~26 bytes per
+  // instruction, and the analyses of the copy are kept beside those of the original).
+  enum class Layout : std::uint8_t { kAuto, kAsGiven, kRpo };
+  Layout layout = Layout::kAuto;
+  static constexpr std::size_t kLayoutMinInstrs = 1u << 16;
 };
 
 enum class Reason : std::uint8_t {
