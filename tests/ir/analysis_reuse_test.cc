@@ -23,19 +23,8 @@ TEST_CASE("FunctionAnalyses: a manager reset from function to function answers a
   ElimResult reused_result;
   const int functions = test::scaled(120);
   for (int i = 0; i < functions; ++i) {
-    GenOptions o;
-    o.shape = static_cast<CfgShape>(rng() % 3);
-    // Sizes jump up and down so that arrays are both larger and smaller than the function's.
-    o.blocks = 1 + static_cast<std::uint32_t>(rng() % (i % 7 == 0 ? 2000 : 120));
-    o.regs = 2 + static_cast<std::uint32_t>(rng() % 20);
-    o.safepoint_percent = static_cast<std::uint32_t>(rng() % 30);
-    Function f = generate_function(rng(), o);
-    if (i % 11 == 5) f.num_regs = 300;  // the one-register-at-a-time phi placement
-    ElimOptions options;
-    options.allocation_marks = (i & 1) != 0;
-    options.roots_marked = (i & 2) != 0;
-    options.safepoints = i % 5 == 0 ? SafepointMode::kPaper : SafepointMode::kExact;
-    options.self_check = true;
+    const Function f = test::stream_function(rng, i);
+    const ElimOptions options = test::stream_options(i);
     INFO("function " << i << ": " << f.blocks.size() << " blocks, " << f.num_regs << " registers");
     REQUIRE(verify_function(f).ok());
 

@@ -83,20 +83,8 @@ TEST_CASE("Layout: the global pass decides the same on the blocks laid out in RP
   FunctionAnalyses reused;  // one manager for the whole stream, as a compiler thread keeps
   ElimResult laid_out_result;
   for (int i = 0; i < test::scaled(150); ++i) {
-    GenOptions o;
-    o.shape = static_cast<CfgShape>(rng() % 3);
-    o.blocks = 1 + static_cast<std::uint32_t>(rng() % (i % 7 == 0 ? 2000 : 150));
-    o.regs = 2 + static_cast<std::uint32_t>(rng() % 20);
-    o.safepoint_percent = static_cast<std::uint32_t>(rng() % 30);
-    Function f = generate_function(rng(), o);
-    if (i % 13 == 4) f.num_regs = 200;  // the one-register-at-a-time phi placement
-    f.has_receiver = (i % 4 == 1) && !f.params.empty();
-    ElimOptions options;
-    options.allocation_marks = (i & 1) != 0;
-    options.roots_marked = (i & 2) != 0;
-    options.receiver_marked = (i & 4) != 0;
-    options.safepoints = i % 5 == 0 ? SafepointMode::kPaper : SafepointMode::kExact;
-    options.self_check = true;
+    const Function f = test::stream_function(rng, i);
+    const ElimOptions options = test::stream_options(i);
     INFO("function " << i << ": " << f.blocks.size() << " blocks, " << f.num_regs << " registers");
     REQUIRE(verify_function(f).ok());
 

@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -30,6 +31,34 @@ void for_each_generated(int per_shape, std::uint64_t seed, Tune&& tune, Fn&& fn)
       Function f = generate_function(seed + 100 * static_cast<std::uint64_t>(k) + static_cast<std::uint64_t>(i), o);
       fn(k, i, f);
     }
+}
+
+// Function i of a random stream, as a compiler thread sees them: all three CFG shapes, sizes
+// that jump up and down (so that reused arrays are both larger and smaller than the function's),
+// 2-21 registers (every 11th function 300: the one-register-at-a-time phi placement), GC points,
+// and a receiver in every fourth.
+inline Function stream_function(std::mt19937_64& rng, int i) {
+  GenOptions o;
+  o.shape = static_cast<CfgShape>(rng() % 3);
+  o.blocks = 1 + static_cast<std::uint32_t>(rng() % (i % 7 == 0 ? 2000 : 120));
+  o.regs = 2 + static_cast<std::uint32_t>(rng() % 20);
+  o.safepoint_percent = static_cast<std::uint32_t>(rng() % 30);
+  Function f = generate_function(rng(), o);
+  if (i % 11 == 5) f.num_regs = 300;
+  f.has_receiver = (i % 4 == 1) && !f.params.empty();
+  return f;
+}
+
+// The global pass's options for function i of the stream: every assumption on and off, both
+// safepoint models, and the self-check.
+inline ElimOptions stream_options(int i) {
+  ElimOptions options;
+  options.allocation_marks = (i & 1) != 0;
+  options.roots_marked = (i & 2) != 0;
+  options.receiver_marked = (i & 4) != 0;
+  options.safepoints = i % 5 == 0 ? SafepointMode::kPaper : SafepointMode::kExact;
+  options.self_check = true;
+  return options;
 }
 
 inline std::string data_path(const std::string& name) { return std::string(OBJPROF_TEST_DATA_DIR) + "/ir/" + name; }

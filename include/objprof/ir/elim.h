@@ -69,10 +69,11 @@ struct ElimOptions {
   bool self_check = false;
   // Global pass: the block order its analyses walk. kAuto runs the pass on a copy of the shape
   // laid out in reverse post-order (src/ir/block_layout.h) when the function is large enough
-  // for its arrays to leave the caches (kLayoutMinInstrs instructions) and its blocks are not
-  // in RPO already; kAsGiven never does, kRpo always does. The decisions are the same in every
-  // mode; only the time and the workspace's memory differ (the copy is ~26 bytes per
-  // instruction, and the analyses of the copy are kept beside those of the original).
+  // for its arrays to leave the caches (kLayoutMinInstrs instructions) and its RPO makes many
+  // far steps (docs/elimination.md, "Block layout"); kAsGiven never does; kRpo does whenever
+  // the blocks are not in RPO already. The decisions are the same in every mode; only the time
+  // and the workspace's memory differ (the copy is ~26 bytes per instruction; its analyses
+  // reuse the manager's arrays, which answer for the original again afterwards).
   enum class Layout : std::uint8_t { kAuto, kAsGiven, kRpo };
   Layout layout = Layout::kAuto;
   static constexpr std::size_t kLayoutMinInstrs = 1u << 16;

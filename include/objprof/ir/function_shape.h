@@ -11,6 +11,8 @@
 //
 // Instructions are numbered across the function: block b holds [block_begin[b],
 // block_begin[b+1]). An access decision is reported per (block, index in block, operand).
+// Blocks may come in any order; the passes run fastest on large functions when the order is
+// close to reverse post-order (otherwise the global pass lays out a copy first: ElimOptions::layout).
 #pragma once
 
 #include "objprof/ir/csr_lists.h"
