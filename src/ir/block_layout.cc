@@ -1,6 +1,5 @@
 #include "block_layout.h"
 
-
 namespace objprof::ir {
 namespace {
 

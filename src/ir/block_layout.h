@@ -35,8 +35,9 @@ struct RpoLayout {
 // in other pages of every per-block array.
 inline constexpr std::uint32_t kFarStep = 256;
 // `only_if_scattered`: the layout pays only when at least one step in this many is far. Measured
-// at 100k blocks (bench_elim): the generator's unstructured code (~6 % far steps) runs 11 %
-// faster laid out, its mixed code (~2 %) the same, its structured code (0.2 %) 10 % slower.
+// at 100k blocks (bench_elim, docs/results.md): the generator's unstructured code (~5 % far
+// steps) takes 0.77-0.89x the time laid out, its mixed code (2-3 %) about the same, its
+// structured code (0.2 %) ~1.1x.
 inline constexpr std::size_t kScatteredShare = 32;
 
 // Lays `shape` out into `out`, reusing out's storage, and returns true; or returns false,

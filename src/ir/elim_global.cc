@@ -276,11 +276,14 @@ bool GlobalElimPass::run(FunctionAnalyses& am, ElimResult* out) {
     scratch.decision_first.resize(layout.old_of.size());
     for (BlockId i = 0; i < layout.old_of.size(); ++i) scratch.decision_first[i] = out->block_first[layout.old_of[i]];
     // The copy's analyses use the manager's arrays; the original's are recomputed on demand.
-    const FunctionAnalyses::Binding original = am.binding();
+    // The manager answers for the original again however the solver returns.
+    struct Rebind {
+      FunctionAnalyses& am;
+      FunctionAnalyses::Binding original;
+      ~Rebind() { am.rebind(original); }
+    } rebind{am, am.binding()};
     am.reset(layout.shape);
-    const bool removed = GlobalSolver(am, options_, out, scratch.decision_first.data()).run();
-    am.rebind(original);
-    return removed;
+    return GlobalSolver(am, options_, out, scratch.decision_first.data()).run();
   }
   mark_unreachable(am.cfg().unreachable, *out);
   return GlobalSolver(am, options_, out, out->block_first.data()).run();
