@@ -519,8 +519,58 @@ std::int64_t StaleTracker::find_move(std::size_t s, std::uint32_t g) const noexc
   return static_cast<std::int64_t>(e & 0xFFFF'FFFFu) - 1;  // -1 for an empty slot
 }
 
+namespace {
+
+// The records of `in` that a GC without moves keeps, handed to `keep` in order: a record dies
+// when a freed bit covers its first granule (`freed`, or none); a survivor's last access becomes
+// `epoch` when the snapshot's `marks` cover it. Records tagged `dead` (freed through the index)
+// are dropped uncounted. Returns the number that died. Locals only, no lambda captures by
+// reference: the loop keeps everything in registers (a mark-sweep GC visits every record).
+template <class Keep>
+std::uint64_t keep_unmoved(std::span<const TrackedRecord> in, const std::uint64_t* freed, std::span<const std::uint8_t> marks,
+                           std::uint32_t epoch, std::uint32_t dead, Keep&& keep) {
+  const std::uint8_t* m = marks.data();
+  const std::size_t mark_bytes = marks.size();
+  std::uint64_t died = 0;
+  for (TrackedRecord r : in) {
+    if (r.site_type == dead) continue;
+    const std::uint32_t g = r.granule;
+    if (freed != nullptr && ((freed[g >> 6] >> (g & 63)) & 1) != 0) {
+      ++died;
+      continue;
+    }
+    if ((g >> 3) < mark_bytes && ((m[g >> 3] >> (g & 7)) & 1) != 0) r.last_access = epoch;
+    keep(r);
+  }
+  return died;
+}
+
+}  // namespace
+
+// A GC without moves (mark-sweep): each record stays where it is or dies, so the pass is a
+// compaction; the dead's start bits go afterwards (retire_freed).
+std::uint64_t StaleTracker::sweep_unmoved(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed) {
+  const std::uint64_t* freed = any_freed ? freed_[s].words() : nullptr;
+  const std::span<const std::uint8_t> marks = bits != nullptr ? bits->bytes() : std::span<const std::uint8_t>();
+  std::vector<TrackedRecord>& t = tables_[s];
+  TrackedRecord* out = t.data();  // survivors move down over the dead
+  std::uint64_t dead = keep_unmoved(t, freed, marks, epoch, kDead, [&out](const TrackedRecord& r) { *out++ = r; });
+  t.resize(static_cast<std::size_t>(out - t.data()));
+  if (s == 0) {
+    // Most young records die in their first GC: only the survivors are appended.
+    for (std::vector<TrackedRecord>& y : young_) {
+      dead += keep_unmoved(y, freed, marks, epoch, kDead, [&t](const TrackedRecord& r) { t.push_back(r); });
+      y.clear();
+      spare_.push_back(std::move(y));
+    }
+    young_.clear();
+  }
+  return dead;
+}
+
 std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed,
                                         std::span<const MoveLog> moves, ApplyResult& res) {
+  if (moves.empty()) return sweep_unmoved(s, bits, epoch, any_freed);
   const HeapSpace& space = spaces_[s];
   const GranuleBits& freed = freed_[s];
   GranuleBits& starts = starts_[s];

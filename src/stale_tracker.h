@@ -226,6 +226,9 @@ class StaleTracker {
   // applies `bits`, and moves the moved (single moves, all in space s). Returns the dead.
   std::uint64_t sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed,
                             std::span<const MoveLog> moves, ApplyResult& res);
+  // The same pass for a GC without moves (mark-sweep): a compaction of the table that leaves
+  // the dead's start bits to retire_freed.
+  std::uint64_t sweep_unmoved(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed);
   // index_[s] over a GC's moves (pre-GC granule -> move) instead of the records, and its lookup
   // (the move's position, or -1). `spare`: also clears the moves' sources in freed_[s]
   // (spare_moved, in the same loop).
