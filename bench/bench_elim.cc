@@ -133,23 +133,20 @@ void run_reused(benchmark::State& state, const Input (&inputs)[2], double instrs
   set_rate_counters(state, instrs);
 }
 
-void BM_GlobalPassReused(benchmark::State& state) {
+void run_reused_shapes(benchmark::State& state, objprof::ir::ElimOptions::Layout layout) {
   const auto blocks = static_cast<std::uint32_t>(state.range(0));
   const auto cfg_shape = static_cast<CfgShape>(state.range(1));
   const objprof::ir::FunctionShape shapes[2] = {objprof::ir::shape_of(corpus(blocks, cfg_shape, 0)),
                                                 objprof::ir::shape_of(corpus(blocks, cfg_shape, 1))};
-  run_reused(state, shapes, static_cast<double>(shapes[0].num_instrs() + shapes[1].num_instrs()));
+  run_reused(state, shapes, static_cast<double>(shapes[0].num_instrs() + shapes[1].num_instrs()), layout);
 }
+
+void BM_GlobalPassReused(benchmark::State& state) { run_reused_shapes(state, objprof::ir::ElimOptions::Layout::kAuto); }
 
 // The same with the blocks as the VM gave them (ElimOptions::Layout::kAsGiven): beside
 // BM_GlobalPassReused in one run, what the pass's RPO layout of large scattered functions gains.
 void BM_GlobalPassReusedAsGiven(benchmark::State& state) {
-  const auto blocks = static_cast<std::uint32_t>(state.range(0));
-  const auto cfg_shape = static_cast<CfgShape>(state.range(1));
-  const objprof::ir::FunctionShape shapes[2] = {objprof::ir::shape_of(corpus(blocks, cfg_shape, 0)),
-                                                objprof::ir::shape_of(corpus(blocks, cfg_shape, 1))};
-  run_reused(state, shapes, static_cast<double>(shapes[0].num_instrs() + shapes[1].num_instrs()),
-             objprof::ir::ElimOptions::Layout::kAsGiven);
+  run_reused_shapes(state, objprof::ir::ElimOptions::Layout::kAsGiven);
 }
 
 void BM_GlobalPassReusedFromFunction(benchmark::State& state) {

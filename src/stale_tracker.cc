@@ -574,8 +574,7 @@ std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bit
   const HeapSpace& space = spaces_[s];
   const GranuleBits& freed = freed_[s];
   GranuleBits& starts = starts_[s];
-  const bool any_moves = !moves.empty();
-  if (any_moves) index_moves(s, moves, any_freed);
+  index_moves(s, moves, any_freed);
   std::vector<std::uint32_t>& rehomed = rehomed_;  // table positions of the moved survivors
   rehomed.clear();
   std::uint64_t dead = 0;
@@ -586,23 +585,21 @@ std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bit
   auto keep = [&](TrackedRecord& r) {
     moved = false;
     if (any_freed && freed.test(r.granule)) {
-      if (any_moves) starts.clear(r.granule);  // else retire_freed clears them a word at a time
+      starts.clear(r.granule);
       ++dead;
       return false;
     }
     if (bits && bits->test_granule(r.granule)) r.last_access = epoch;
-    if (any_moves) {
-      if (const std::int64_t m = find_move(s, r.granule); m >= 0) {
-        starts.clear(r.granule);
-        const Address to = moves[static_cast<std::size_t>(m)].to;
-        if (!space.contains(to)) {
-          ++res.left_spaces;
-          return false;
-        }
-        r.granule = static_cast<std::uint32_t>(space.granule_of(to));
-        ++res.moved;
-        moved = true;
+    if (const std::int64_t m = find_move(s, r.granule); m >= 0) {
+      starts.clear(r.granule);
+      const Address to = moves[static_cast<std::size_t>(m)].to;
+      if (!space.contains(to)) {
+        ++res.left_spaces;
+        return false;
       }
+      r.granule = static_cast<std::uint32_t>(space.granule_of(to));
+      ++res.moved;
+      moved = true;
     }
     return true;
   };
