@@ -26,6 +26,8 @@
 #include <thread>
 #include <vector>
 
+namespace test_shared_segment {
+
 using namespace objprof;
 
 namespace {
@@ -625,3 +627,5 @@ TEST_CASE("shared segment: objprof shm info, dump and remove", "[shm][cli]") {
   CHECK(rc == 1);
   CHECK_THAT(text, Catch::Contains("does not exist"));
 }
+
+}  // namespace test_shared_segment

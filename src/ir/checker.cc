@@ -6,6 +6,7 @@
 
 #include "objprof/ir/analysis.h"
 #include "objprof/ir/function_shape.h"
+#include "splitmix64.h"
 
 #include <fmt/format.h>
 
@@ -21,20 +22,7 @@ constexpr std::uint64_t kScalar = 1;
 constexpr std::uint64_t kFirstObject = 2;
 constexpr std::uint64_t kNoGcDraw = 99;  // a GC draw that never collects (for gc_percent < 100)
 
-// splitmix64: small, fast, identical on every platform.
-class Rng {
- public:
-  explicit Rng(std::uint64_t seed) : s_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-
- private:
-  std::uint64_t s_;
-};
+using Rng = SplitMix64;
 
 struct Step {
   BlockId block;

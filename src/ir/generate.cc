@@ -3,6 +3,8 @@
 // unstructured functions are a chain of blocks with random extra edges.
 #include "objprof/ir/generate.h"
 
+#include "splitmix64.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,20 +13,10 @@
 namespace objprof::ir {
 namespace {
 
-class Rng {
+// The generator's stream differs from the checker's for the same seed.
+class GeneratorRng : public SplitMix64 {
  public:
-  explicit Rng(std::uint64_t seed) : s_(seed ^ 0x5bd1e9955bd1e995ull) {}
-  std::uint64_t next() {
-    std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  std::uint32_t below(std::uint32_t n) { return n == 0 ? 0 : static_cast<std::uint32_t>(next() % n); }
-  bool percent(std::uint32_t p) { return below(100) < p; }
-
- private:
-  std::uint64_t s_;
+  explicit GeneratorRng(std::uint64_t seed) : SplitMix64(seed ^ 0x5bd1e9955bd1e995ull) {}
 };
 
 class Generator {
@@ -327,7 +319,7 @@ class Generator {
     set_ret(n - 1);
   }
 
-  Rng rng_;
+  GeneratorRng rng_;
   GenOptions o_;
   std::uint32_t hot_ = 1;
   SiteId next_site_ = 0;

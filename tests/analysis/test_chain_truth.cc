@@ -16,6 +16,8 @@
 #include <random>
 #include <set>
 
+namespace test_chain_truth {
+
 using namespace objprof;
 using namespace objprof::analysis;
 
@@ -217,3 +219,5 @@ TEST_CASE("the incremental Analyzer gives analyze()'s result", "[analysis]") {
     REQUIRE(y.accessed == x.accessed);
   }
 }
+
+}  // namespace test_chain_truth

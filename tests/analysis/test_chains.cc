@@ -12,6 +12,8 @@
 
 #include <cstring>
 
+namespace test_chains {
+
 using namespace objprof;
 using namespace objprof::analysis;
 using objprof::test::TraceBuilder;
@@ -365,3 +367,5 @@ TEST_CASE("analyzer: a corrupt trace gives the reader's error", "[analysis]") {
   CHECK(missing.error().code == ErrorCode::kIo);
   CHECK(missing.error().message.find("cannot open") != std::string::npos);
 }
+
+}  // namespace test_chains

@@ -22,6 +22,8 @@
 #include <sstream>
 #include <string>
 
+namespace test_html_chromium {
+
 using namespace objprof;
 namespace fs = std::filesystem;
 
@@ -150,3 +152,5 @@ TEST_CASE("HTML report renders in headless Chromium with its charts and no conso
   CHECK(png.size() > 8 * blank.size());
   fs::remove_all(dir);
 }
+
+}  // namespace test_html_chromium

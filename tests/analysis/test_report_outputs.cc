@@ -20,6 +20,8 @@
 #include <regex>
 #include <sstream>
 
+namespace test_report_outputs {
+
 using namespace objprof;
 using namespace objprof::analysis;
 using nlohmann::json;
@@ -294,3 +296,5 @@ TEST_CASE("Perfetto export: Chrome trace events for GCs, counters and threads", 
   CHECK(threads == 2);
   CHECK(counters >= 2 * a.gcs.size());
 }
+
+}  // namespace test_report_outputs

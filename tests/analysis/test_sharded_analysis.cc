@@ -19,6 +19,8 @@
 #include <random>
 #include <thread>
 
+namespace test_sharded_analysis {
+
 using namespace objprof;
 using namespace objprof::analysis;
 using objprof::test::TraceBuilder;
@@ -233,7 +235,7 @@ TEST_CASE("analyzer: the incremental Analyzer agrees with analyze() on many work
 TEST_CASE("crew: every task of every phase runs exactly once, whoever joins", "[analysis][workers]") {
   const int phases = static_cast<int>(objprof::test::scaled(400, 8));
   for (unsigned helpers : {0u, 1u, 3u}) {
-    internal::Crew crew(helpers);
+    analysis::internal::Crew crew(helpers);
     std::atomic<bool> stop{false};
     // A thread that joins whenever it sees a phase open, like the analyzer's reader.
     std::thread joiner([&] {
@@ -253,3 +255,5 @@ TEST_CASE("crew: every task of every phase runs exactly once, whoever joins", "[
     joiner.join();
   }
 }
+
+}  // namespace test_sharded_analysis

@@ -19,6 +19,8 @@
 #include <set>
 #include <tuple>
 
+namespace test_sim_truth {
+
 using namespace objprof;
 using namespace objprof::analysis;
 
@@ -226,3 +228,5 @@ TEST_CASE("sim ground truth: deaths reported as runs (on_free_range) read as one
       for (std::size_t i = 0; i < a->gcs.size(); ++i) CHECK(a->gcs[i].freed_bytes == b->gcs[i].freed_bytes);
     }
 }
+
+}  // namespace test_sim_truth

@@ -15,6 +15,8 @@
 
 #include <limits>
 
+namespace test_trace_bounds {
+
 using namespace objprof;
 using namespace objprof::analysis;
 using objprof::test::TraceBuilder;
@@ -152,3 +154,5 @@ TEST_CASE("trace bounds: overlapping spaces, oversized types and totals, stale r
     CHECK(load_error(b.take()).find("stale record for epoch 0 (last access 5) in epoch 0") != std::string::npos);
   }
 }
+
+}  // namespace test_trace_bounds

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <functional>
 
+namespace test_trace_paths {
+
 using namespace objprof;
 using objprof::test::TraceBuilder;
 
@@ -160,3 +162,5 @@ TEST_CASE("path records: the leak report shows the site's path", "[analysis][pat
   CHECK(a->paths[l.sites[0].path].epoch == 3);
   CHECK(a->paths[l.sites[0].path].status == PathStatus::kFound);
 }
+
+}  // namespace test_trace_paths

@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_views {
+
 using namespace objprof;
 using namespace objprof::analysis;
 using objprof::test::TraceBuilder;
@@ -319,3 +321,5 @@ TEST_CASE("lifetime buckets: parsing and labels", "[analysis][views]") {
   CHECK_FALSE(parse_lifetime_buckets("1,,2", Clock::kGcs).ok());
   CHECK_FALSE(parse_lifetime_buckets("4K", Clock::kGcs).ok());
 }
+
+}  // namespace test_views

@@ -20,6 +20,8 @@
 #include <asmjit/arm/a64compiler.h>
 #endif
 
+namespace test_barrier_exec {
+
 using namespace objprof;
 using namespace objprof::backends;
 
@@ -676,3 +678,5 @@ TEST_CASE("backends: Emitted barriers work from asmjit's Compiler with virtual r
   SUCCEED("emitted code runs only on x86_64 and arm64 hosts");
 #endif
 }
+
+}  // namespace test_barrier_exec

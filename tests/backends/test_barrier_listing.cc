@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+namespace test_barrier_listing {
+
 using namespace objprof;
 using namespace objprof::backends;
 using objprof::backends::test::a64_listing;
@@ -502,3 +504,5 @@ TEST_CASE("backends: Emitters refuse thread-field offsets their ISA cannot encod
   xr.thread = x86::rax;
   CHECK(refused(x86_listing(cfg, desc, xr).status, "scratch register aliases the thread register"));
 }
+
+}  // namespace test_barrier_listing

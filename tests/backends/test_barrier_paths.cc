@@ -3,6 +3,8 @@
 
 #include "listing.h"
 
+namespace test_barrier_paths {
+
 using namespace objprof;
 using namespace objprof::backends;
 
@@ -83,3 +85,5 @@ TEST_CASE("backends: Barrier path lengths are consistent for every variant on bo
     }
   }
 }
+
+}  // namespace test_barrier_paths

@@ -5,6 +5,8 @@
 
 #include <set>
 
+namespace test_emit_config {
+
 using namespace objprof;
 using namespace objprof::backends;
 
@@ -131,3 +133,5 @@ TEST_CASE("backends: The range-first order is refused with counters, whose hits 
   REQUIRE_FALSE(s.ok());
   CHECK(s.error().message.find("range-first") != std::string::npos);
 }
+
+}  // namespace test_emit_config

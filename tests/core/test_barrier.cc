@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+namespace test_barrier {
+
 using namespace objprof;
 using objprof::test::FakeHeap;
 
@@ -177,3 +179,5 @@ TEST_CASE("Barrier on a BarrierSlot in the VM's thread struct equals the ThreadS
         for (char p : vm.pad) CHECK(p == 0);
       }
 }
+
+}  // namespace test_barrier

@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+namespace test_bitmap {
+
 using namespace objprof;
 using objprof::test::FakeHeap;
 
@@ -296,3 +298,5 @@ TEST_CASE("Bitmap scans: every path finds the same non-zero words", "[core][bitm
     }
   }
 }
+
+}  // namespace test_bitmap

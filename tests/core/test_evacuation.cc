@@ -14,6 +14,8 @@
 #include <random>
 #include <vector>
 
+namespace test_evacuation {
+
 using namespace objprof;
 
 namespace {
@@ -241,3 +243,5 @@ TEST_CASE("collector hooks without checks or a trace still refuse misuse", "[cor
   CHECK(r.prof->stats().tracked_live == 1);  // nothing applied
   CHECK(r.prof->stats().moves == 0);
 }
+
+}  // namespace test_evacuation

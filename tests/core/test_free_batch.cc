@@ -12,6 +12,8 @@
 #include <random>
 #include <vector>
 
+namespace test_free_batch {
+
 using namespace objprof;
 using objprof::test::ProfilerRig;
 
@@ -153,3 +155,5 @@ TEST_CASE("on_free_batch: misuse is reported as for on_free", "[core][protocol]"
     CHECK(r.errors.empty());
   }
 }
+
+}  // namespace test_free_batch

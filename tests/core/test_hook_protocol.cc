@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+namespace test_hook_protocol {
+
 using namespace objprof;
 using objprof::test::FakeHeap;
 using objprof::test::ProfilerRig;
@@ -319,3 +321,5 @@ TEST_CASE("hook checks: free ranges", "[core][protocol]") {
     CHECK(r.prof->stats().free_ranges == 0);
   }
 }
+
+}  // namespace test_hook_protocol

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <vector>
 
+namespace test_leak_groups {
+
 using namespace objprof;
 using objprof::test::FakeHeap;
 
@@ -216,3 +218,5 @@ TEST_CASE("Leak groups: ranked by size x idle epochs, not by size", "[core][stal
   }
   CHECK(format_leak_group(groups[0]).find("Cache.put bci 3") != std::string::npos);
 }
+
+}  // namespace test_leak_groups

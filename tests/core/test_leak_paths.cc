@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+namespace test_leak_paths {
+
 using namespace objprof;
 using objprof::test::ProfilerRig;
 using objprof::test::GraphWalker;
@@ -217,3 +219,5 @@ TEST_CASE("leak paths: a path longer than a trace chunk keeps its first steps", 
   CHECK(p.steps.back().addr == r.at(64 + 32 * (p.steps.size() - 1)));
   CHECK(format_path(p).find("more steps") != std::string::npos);
 }
+
+}  // namespace test_leak_paths

@@ -6,6 +6,8 @@
 #include <objprof/profiler.h>
 #include <objprof/trace_reader.h>
 
+namespace test_listleak {
+
 using namespace objprof;
 using objprof::test::FakeHeap;
 
@@ -221,3 +223,5 @@ TEST_CASE("Profiler keeps 16 bytes per tracked object", "[core][profiler]") {
   CHECK(st2.tracker_bytes <= kObjects * 16 * 2);  // vector growth slack at most 2x
   CHECK(st2.tracker_bytes >= kObjects * 16);
 }
+
+}  // namespace test_listleak

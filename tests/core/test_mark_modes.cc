@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+namespace test_mark_modes {
+
 using namespace objprof;
 using objprof::test::ProfilerRig;
 
@@ -142,3 +144,5 @@ TEST_CASE("Mark modes: buffered marks still pending at gc_begin and detach_threa
   }
   CHECK(found);
 }
+
+}  // namespace test_mark_modes

@@ -9,6 +9,8 @@
 #include <random>
 #include <vector>
 
+namespace test_memory_sink {
+
 using namespace objprof;
 
 namespace {
@@ -123,3 +125,5 @@ TEST_CASE("A trace written into small segments loads and its chunks verify", "[c
   REQUIRE(contents->allocs.size() == kEvents);
   CHECK(contents->allocs.back().addr == heap.at((kEvents - 1) * 32 % (1 << 20)));
 }
+
+}  // namespace test_memory_sink

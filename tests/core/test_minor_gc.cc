@@ -9,6 +9,8 @@
 
 #include <vector>
 
+namespace test_minor_gc {
+
 using namespace objprof;
 using objprof::test::FakeHeap;
 
@@ -44,3 +46,5 @@ TEST_CASE("minor GCs alone never make an object a possible leak", "[core][stale]
   gc(GcKind::kConcurrent);   // any collection that is not minor counts as full
   CHECK(leaks.size() == 2);
 }
+
+}  // namespace test_minor_gc

@@ -11,6 +11,8 @@
 
 #include <vector>
 
+namespace test_path_search {
+
 using namespace objprof;
 using objprof::test::GraphWalker;
 
@@ -221,3 +223,5 @@ TEST_CASE("format_path: type names, ids, unknown types and cut paths", "[core][p
   CHECK(std::string(root_kind_name(RootKind::kStackFrame)) == "stack frame");
   CHECK(std::string(path_status_name(PathStatus::kObjectBudget)) == "object budget exhausted");
 }
+
+}  // namespace test_path_search

@@ -19,6 +19,8 @@
 #include <set>
 #include <vector>
 
+namespace test_progress_clock {
+
 using namespace objprof;
 using objprof::test::FakeHeap;
 
@@ -178,3 +180,5 @@ TEST_CASE("Staleness clock: reports match a model of per-thread progress, pauses
   CHECK(tally.reported > 20 * runs);
   CHECK(tally.held_back > 20 * runs);
 }
+
+}  // namespace test_progress_clock

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+namespace test_resize {
+
 using namespace objprof;
 using objprof::test::ProfilerRig;
 
@@ -222,3 +224,5 @@ TEST_CASE("mark_on_alloc: an allocation marks its object in the current epoch, a
     CHECK(r.errors.empty());
   }
 }
+
+}  // namespace test_resize

@@ -19,6 +19,8 @@
 #include <random>
 #include <vector>
 
+namespace test_stale_model {
+
 using namespace objprof;
 using objprof::test::FakeHeap;
 
@@ -241,3 +243,5 @@ TEST_CASE("Stale detection: memory reused without a free keeps only the newer ob
     CHECK(got[1].site_id == 1u);
   }
 }
+
+}  // namespace test_stale_model

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+namespace test_sweep_phase {
+
 using namespace objprof;
 using objprof::test::ProfilerRig;
 
@@ -151,3 +153,5 @@ TEST_CASE("sweep phase: finish() inside a bracket closes it and loses nothing", 
   CHECK(c->allocs.size() == 2);
   CHECK(c->gc_ends.size() == 1);
 }
+
+}  // namespace test_sweep_phase

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+namespace test_thread_churn {
+
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define OBJPROF_TEST_SANITIZED 1
 #elif defined(__has_feature)
@@ -113,3 +115,5 @@ TEST_CASE("Profiler: 100k threads attached and detached over many GCs keep its m
   REQUIRE(prof->finish().ok());
   CHECK(trace_bytes.load() > total * 10);  // every thread's definition, allocs and end reached the trace
 }
+
+}  // namespace test_thread_churn

@@ -16,6 +16,8 @@
 #include <random>
 #include <thread>
 
+namespace test_trace {
+
 using namespace objprof;
 using objprof::test::FakeHeap;
 
@@ -383,3 +385,5 @@ TEST_CASE("Trace files are written whole and read back from disk", "[core][trace
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message.find("/nonexistent-dir/x.trace") != std::string::npos);
 }
+
+}  // namespace test_trace

@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-namespace objprof::ir {
+namespace objprof::ir::analysis_reuse_test {
 namespace {
 
 TEST_CASE("FunctionAnalyses: a manager reset from function to function answers as a fresh one", "[ir][analysis][reuse]") {

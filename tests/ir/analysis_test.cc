@@ -6,7 +6,7 @@
 #include "objprof/ir/analysis.h"
 #include "objprof/ir/generate.h"
 
-namespace objprof::ir {
+namespace objprof::ir::analysis_test {
 namespace {
 
 BlockId block(const Function& f, std::string_view name) {

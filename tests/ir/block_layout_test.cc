@@ -15,7 +15,7 @@
 #include <random>
 #include <vector>
 
-namespace objprof::ir {
+namespace objprof::ir::block_layout_test {
 namespace {
 
 ElimOptions with_layout(ElimOptions o, ElimOptions::Layout layout) {

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 
-namespace objprof::ir {
+namespace objprof::ir::elim_test {
 namespace {
 
 struct Case {
@@ -165,7 +165,7 @@ TEST_CASE("Elimination: paper safepoints remove across a GC, and the exact check
 }  // namespace
 }  // namespace objprof::ir
 
-namespace objprof::ir {
+namespace objprof::ir::elim_test {
 namespace {
 
 TEST_CASE("Elimination: degenerate functions (no registers, no accesses, all dead)", "[ir]") {

@@ -22,7 +22,7 @@
 #include <fstream>
 #include <map>
 
-namespace objprof::ir {
+namespace objprof::ir::interprocedural_test {
 namespace {
 
 const char* const kAssumptions = R"(

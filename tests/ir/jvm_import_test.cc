@@ -17,7 +17,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace objprof::ir {
+namespace objprof::ir::jvm_import_test {
 namespace {
 
 const char* const kJavaSource = R"(
@@ -255,7 +255,7 @@ TEST_CASE("JVM import: .jar and .jmod archives yield the same class files", "[ir
 
 }  // namespace objprof::ir
 
-namespace objprof::ir {
+namespace objprof::ir::jvm_import_test {
 namespace {
 
 TEST_CASE("JVM import: a local index past max_locals skips the method instead of emitting a bad register", "[ir][regression]") {

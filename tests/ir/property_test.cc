@@ -8,7 +8,7 @@
 #include "objprof/ir/elim.h"
 #include "objprof/ir/generate.h"
 
-namespace objprof::ir {
+namespace objprof::ir::property_test {
 namespace {
 
 TEST_CASE("Properties: every pass is sound and global dominates paper on generated CFGs", "[ir]") {

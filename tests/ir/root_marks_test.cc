@@ -10,7 +10,7 @@
 #include "objprof/ir/elim.h"
 #include "objprof/ir/generate.h"
 
-namespace objprof::ir {
+namespace objprof::ir::root_marks_test {
 namespace {
 
 // #2 follows a safepoint and a call that may GC; #4 reads a reference loaded after the GC.

@@ -14,7 +14,7 @@
 
 #include <string>
 
-namespace objprof::ir {
+namespace objprof::ir::shape_checker_test {
 namespace {
 
 using Flag = FunctionShape::Flag;

@@ -12,7 +12,7 @@
 
 #include <string>
 
-namespace objprof::ir {
+namespace objprof::ir::shape_test {
 namespace {
 
 using Flag = FunctionShape::Flag;

@@ -7,7 +7,7 @@
 #include "objprof/ir/generate.h"
 #include "objprof/ir/text.h"
 
-namespace objprof::ir {
+namespace objprof::ir::text_test {
 namespace {
 
 const char* const kDataFiles[] = {"straight_line.ir", "fig4b.ir",       "fig4c.ir",     "diamond.ir",

@@ -20,7 +20,7 @@
 #include <optional>
 #include <random>
 
-namespace objprof::sim {
+namespace objprof::sim::test_cache_plan {
 namespace {
 
 // The model of cache_plan.h, written out again: per site, kNone pays the barrier, kStore the

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-namespace objprof::sim::jit {
+namespace objprof::sim::jit::test_jit {
 
 using namespace objprof::backends;  // the barrier emitters (objprof_emit)
 namespace {

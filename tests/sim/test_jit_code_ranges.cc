@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-namespace objprof::sim::jit {
+namespace objprof::sim::jit::test_jit_code_ranges {
 
 using namespace objprof::backends;  // the barrier emitters (objprof_emit)
 namespace {

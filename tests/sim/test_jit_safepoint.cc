@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 
-namespace objprof::sim::jit {
+namespace objprof::sim::jit::test_jit_safepoint {
 
 using namespace objprof::backends;  // the barrier emitters (objprof_emit)
 namespace {

@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-namespace objprof::sim {
+namespace objprof::sim::test_sim_alloc_marks {
 namespace {
 
 struct Run {

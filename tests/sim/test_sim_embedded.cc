@@ -13,7 +13,7 @@
 #include <set>
 #include <sstream>
 
-namespace objprof::sim {
+namespace objprof::sim::test_sim_embedded {
 namespace {
 
 std::string read_file(const std::string& path) {

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace objprof::sim {
+namespace objprof::sim::test_sim_fragmentation {
 namespace {
 
 using Roots = test::SlotRoots;

@@ -22,7 +22,7 @@
 #include <set>
 #include <unistd.h>
 
-namespace objprof::sim {
+namespace objprof::sim::test_sim_heap {
 namespace {
 
 std::uint64_t next_rand(std::uint64_t& s) {

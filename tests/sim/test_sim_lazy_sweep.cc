@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-namespace objprof::sim {
+namespace objprof::sim::test_sim_lazy_sweep {
 namespace {
 
 // 128 slots, filled round-robin by step().

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace objprof::sim {
+namespace objprof::sim::test_sim_paths {
 namespace {
 
 // Types shared by the programs: Big is tracked (16 + 8 * 8 bytes >= min_tracked_size 64),

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace objprof::sim {
+namespace objprof::sim::test_sim_workloads {
 namespace {
 
 struct Leak {

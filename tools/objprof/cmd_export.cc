@@ -19,20 +19,20 @@ struct ExportArgs {
   AnalysisInput input;
 };
 
-int fail(const std::string& msg) {
+int export_error(const std::string& msg) {
   fmt::print(stderr, "objprof export: error: {}\n", msg);
   return 1;
 }
 
 int run_export(const ExportArgs& o) {
-  if (o.to != "perfetto" && o.to != "chrome") return fail(fmt::format("--to '{}': the only format is perfetto (Chrome trace JSON)", o.to));
+  if (o.to != "perfetto" && o.to != "chrome") return export_error(fmt::format("--to '{}': the only format is perfetto (Chrome trace JSON)", o.to));
   const WorkerCap cap(o.input);
   auto a = analyze_with_progress("objprof export", o.path, o.input);
-  if (!a.ok()) return fail(a.error().message);
+  if (!a.ok()) return export_error(a.error().message);
   analysis::PerfettoOptions po;
   po.trace_name = o.path;
   po.top_sites = o.top_sites;
-  if (Status st = write_output(o.out, analysis::render_perfetto(*a, po)); !st.ok()) return fail(st.error().message);
+  if (Status st = write_output(o.out, analysis::render_perfetto(*a, po)); !st.ok()) return export_error(st.error().message);
   return 0;
 }
 

@@ -33,7 +33,7 @@ struct LuaOptions {
   std::vector<std::string> script_and_args;
 };
 
-int fail(const std::string& msg) {
+int lua_usage_error(const std::string& msg) {
   fmt::print(stderr, "objprof lua: {}\n", msg);
   return 2;
 }
@@ -47,17 +47,17 @@ std::string interpreter_path() {
 }
 
 int run_lua(const LuaOptions& o) {
-  if (o.script_and_args.empty()) return fail("give a SCRIPT to run (or - for stdin)");
-  if (o.stale_after == 0) return fail("--stale-after must be at least 1");
+  if (o.script_and_args.empty()) return lua_usage_error("give a SCRIPT to run (or - for stdin)");
+  if (o.stale_after == 0) return lua_usage_error("--stale-after must be at least 1");
   for (const auto& [name, text] : {std::pair<const char*, const std::string&>{"--min-size", o.min_size}, {"--heap", o.heap}}) {
     auto v = sim::parse_size(text);
-    if (!v.ok()) return fail(fmt::format("{}: {}", name, v.error().message));
+    if (!v.ok()) return lua_usage_error(fmt::format("{}: {}", name, v.error().message));
   }
   if (o.stale_bytes != "auto")
-    if (auto v = sim::parse_size(o.stale_bytes); !v.ok()) return fail("--stale-bytes: " + v.error().message);
+    if (auto v = sim::parse_size(o.stale_bytes); !v.ok()) return lua_usage_error("--stale-bytes: " + v.error().message);
   const std::string lua = interpreter_path();
   if (::access(lua.c_str(), X_OK) != 0)
-    return fail(fmt::format("{} is not there ({}): build with OBJPROF_BUILD_LUA=ON after scripts/setup.sh has fetched Lua",
+    return lua_usage_error(fmt::format("{} is not there ({}): build with OBJPROF_BUILD_LUA=ON after scripts/setup.sh has fetched Lua",
                             lua, std::strerror(errno)));
   ::setenv("OBJPROF_LUA_STALE_AFTER", std::to_string(o.stale_after).c_str(), 1);
   ::setenv("OBJPROF_LUA_MIN_SIZE", o.min_size.c_str(), 1);
@@ -77,7 +77,7 @@ int run_lua(const LuaOptions& o) {
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   ::execv(lua.c_str(), argv.data());
-  return fail(fmt::format("cannot run {}: {}", lua, std::strerror(errno)));
+  return lua_usage_error(fmt::format("cannot run {}: {}", lua, std::strerror(errno)));
 }
 
 const RegisterCommand kLua([](CLI::App& app) -> std::function<int()> {

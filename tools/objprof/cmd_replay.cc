@@ -21,7 +21,7 @@ struct ReplayArgs {
   AnalysisInput input;
 };
 
-int fail(const std::string& msg) {
+int replay_error(const std::string& msg) {
   fmt::print(stderr, "objprof replay: error: {}\n", msg);
   return 1;
 }
@@ -32,18 +32,18 @@ int run_replay(const ReplayArgs& o) {
   ro.max_segments = o.max_segments;
   if (!o.window.empty()) {
     auto w = parse_replay_window(o.window);
-    if (!w.ok()) return fail(w.error().message);
+    if (!w.ok()) return replay_error(w.error().message);
     ro.window = *w;
   } else if (o.object < 0) {
-    return fail("give --window=ADDR:BYTES, --object=ID, or both");
+    return replay_error("give --window=ADDR:BYTES, --object=ID, or both");
   }
   if (o.object >= 0) ro.follow = static_cast<ObjectId>(o.object);
   const WorkerCap cap(o.input);
   auto a = analyze_with_progress("objprof replay", o.path, o.input);
-  if (!a.ok()) return fail(a.error().message);
+  if (!a.ok()) return replay_error(a.error().message);
   auto r = heap_replay(*a, ro);
-  if (!r.ok()) return fail(r.error().message);
-  if (Status st = write_output(o.out, replay_svg(*a, *r)); !st.ok()) return fail(st.error().message);
+  if (!r.ok()) return replay_error(r.error().message);
+  if (Status st = write_output(o.out, replay_svg(*a, *r)); !st.ok()) return replay_error(st.error().message);
   if (!o.out.empty() && o.out != "-")
     fmt::print("objprof replay: wrote {}: window [{:#x}, {:#x}), {} segments ({} drawn), {} GCs\n", o.out, r->window.begin,
                r->window.begin + r->window.bytes, r->segments_total, r->segments.size(), r->gc_clocks.size());

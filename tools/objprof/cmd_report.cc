@@ -30,7 +30,7 @@ struct ReportArgs {
   AnalysisInput input;
 };
 
-int fail(const std::string& msg) {
+int report_error(const std::string& msg) {
   fmt::print(stderr, "objprof report: error: {}\n", msg);
   return 1;
 }
@@ -44,72 +44,72 @@ int run_report(const ReportArgs& o) {
   ro.leaks.stale_after = o.stale_after;
   if (o.stale_bytes != "auto") {
     auto b = parse_byte_size(o.stale_bytes, "--stale-bytes");
-    if (!b.ok()) return fail(b.error().message);
+    if (!b.ok()) return report_error(b.error().message);
     ro.leaks.stale_after_bytes = *b;
   }
   if (!o.min_size.empty()) {
     auto b = parse_byte_size(o.min_size, "--min-size");
-    if (!b.ok()) return fail(b.error().message);
+    if (!b.ok()) return report_error(b.error().message);
     ro.leaks.min_size = *b;
   }
   const Clock clock = o.bucket_clock == "bytes" ? Clock::kBytes : Clock::kGcs;
-  if (o.bucket_clock != "gcs" && o.bucket_clock != "bytes") return fail("--bucket-clock must be gcs or bytes");
+  if (o.bucket_clock != "gcs" && o.bucket_clock != "bytes") return report_error("--bucket-clock must be gcs or bytes");
   if (!o.buckets.empty()) {
     auto b = parse_lifetime_buckets(o.buckets, clock);
-    if (!b.ok()) return fail(b.error().message);
+    if (!b.ok()) return report_error(b.error().message);
     ro.buckets = *b;
   } else if (clock == Clock::kBytes) {
     ro.buckets = *parse_lifetime_buckets("0,64K,256K,1M,4M,16M,64M", Clock::kBytes);
   }
   if (!o.cohort.empty()) {
     auto b = parse_byte_size(o.cohort, "--cohort");
-    if (!b.ok()) return fail(b.error().message);
-    if (*b == 0) return fail("--cohort must be at least 1 byte");
+    if (!b.ok()) return report_error(b.error().message);
+    if (*b == 0) return report_error("--cohort must be at least 1 byte");
     ro.cohorts.cohort_bytes = *b;
   }
   if (!o.window.empty()) {
     auto w = parse_replay_window(o.window);
-    if (!w.ok()) return fail(w.error().message);
+    if (!w.ok()) return report_error(w.error().message);
     ro.replay_options.window = *w;
   }
   if (o.follow >= 0) ro.replay_options.follow = static_cast<ObjectId>(o.follow);
   if (o.format != "text" && o.format != "json" && o.format != "csv" && o.format != "html")
-    return fail(fmt::format("--format '{}' is not text, json, csv or html", o.format));
+    return report_error(fmt::format("--format '{}' is not text, json, csv or html", o.format));
   std::optional<CsvTable> table;
   if (o.format == "csv") {
     auto t = parse_csv_table(o.table);
-    if (!t.ok()) return fail(t.error().message);
+    if (!t.ok()) return report_error(t.error().message);
     table = *t;
   }
   ro.replay = o.format == "html";
 
   const WorkerCap cap(o.input);
   auto a = analyze_with_progress("objprof report", o.path, o.input);
-  if (!a.ok()) return fail(a.error().message);
+  if (!a.ok()) return report_error(a.error().message);
   if (!o.diff.empty()) {
     auto d = parse_diff_epochs(o.diff, *a);
-    if (!d.ok()) return fail(d.error().message);
+    if (!d.ok()) return report_error(d.error().message);
     ro.diff = *d;
   }
   if (table == CsvTable::kObjects) {
     std::FILE* f = o.out.empty() || o.out == "-" ? stdout : std::fopen(o.out.c_str(), "wb");
-    if (!f) return fail(fmt::format("cannot create '{}'", o.out));
+    if (!f) return report_error(fmt::format("cannot create '{}'", o.out));
     Status st = write_objects_csv(*a, ro.filter, f);
     if (f != stdout && std::fclose(f) != 0 && st.ok()) st = make_error(ErrorCode::kIo, fmt::format("closing '{}' failed", o.out));
-    return st.ok() ? 0 : fail(st.error().message);
+    return st.ok() ? 0 : report_error(st.error().message);
   }
   auto report = build_report(*a, ro);
-  if (!report.ok()) return fail(report.error().message);
+  if (!report.ok()) return report_error(report.error().message);
   std::string text;
   if (o.format == "text") text = render_text(*report);
   else if (o.format == "json") text = render_json(*report);
   else if (o.format == "html") text = render_html(*report);
   else {
     auto csv = render_csv(*report, *table);
-    if (!csv.ok()) return fail(csv.error().message);
+    if (!csv.ok()) return report_error(csv.error().message);
     text = std::move(*csv);
   }
-  if (Status st = write_output(o.out, text); !st.ok()) return fail(st.error().message);
+  if (Status st = write_output(o.out, text); !st.ok()) return report_error(st.error().message);
   return 0;
 }
 

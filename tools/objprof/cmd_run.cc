@@ -48,41 +48,41 @@ struct RunOptions {
   std::string cache = "everywhere";  // or "profile"
 };
 
-int fail(const std::string& msg) {
+int run_error(const std::string& msg) {
   fmt::print(stderr, "objprof run: {}\n", msg);
   return 1;
 }
 
 int run(const RunOptions& o) {
   auto wl = sim::load_workload(o.workload);
-  if (!wl.ok()) return fail(wl.error().message);
+  if (!wl.ok()) return run_error(wl.error().message);
 
   sim::HeapOptions ho;
   if (o.gc == "semispace") ho.gc = sim::GcPolicy::kSemiSpace;
   else if (o.gc == "marksweep") ho.gc = sim::GcPolicy::kMarkSweep;
   else if (o.gc == "lazysweep") ho.gc = sim::GcPolicy::kLazySweep;
-  else return fail("--gc must be semispace, marksweep or lazysweep, not '" + o.gc + "'");
+  else return run_error("--gc must be semispace, marksweep or lazysweep, not '" + o.gc + "'");
   std::string heap_text = o.heap.empty() ? wl->default_heap : o.heap;
   if (heap_text.empty()) heap_text = "8M";
   auto heap_bytes = sim::parse_size(heap_text);
-  if (!heap_bytes.ok()) return fail("--heap: " + heap_bytes.error().message);
+  if (!heap_bytes.ok()) return run_error("--heap: " + heap_bytes.error().message);
   ho.heap_bytes = *heap_bytes;
 
   sim::InterpOptions io;
   if (o.pass == "none") io.pass = ir::PassKind::kNone;
   else if (o.pass == "paper") io.pass = ir::PassKind::kPaper;
   else if (o.pass == "global") io.pass = ir::PassKind::kGlobal;
-  else return fail("--pass must be none, paper or global, not '" + o.pass + "'");
+  else return run_error("--pass must be none, paper or global, not '" + o.pass + "'");
   if (o.barrier == "cache-racy") io.barrier = {true, MarkMode::kRacy, true};
   else if (o.barrier == "cache-atomic") io.barrier = {true, MarkMode::kAtomic, true};
   else if (o.barrier == "nocache-racy") io.barrier = {false, MarkMode::kRacy, true};
   else if (o.barrier == "nocache-atomic") io.barrier = {false, MarkMode::kAtomic, true};
   else if (o.barrier == "cache-buffered") io.barrier = {true, MarkMode::kBuffered, true};
   else if (o.barrier == "nocache-buffered") io.barrier = {false, MarkMode::kBuffered, true};
-  else return fail("--barrier must be cache-racy, cache-atomic, cache-buffered, nocache-racy, nocache-atomic or "
+  else return run_error("--barrier must be cache-racy, cache-atomic, cache-buffered, nocache-racy, nocache-atomic or "
                    "nocache-buffered, not '" + o.barrier + "'");
   if (io.barrier.mark == MarkMode::kBuffered && o.exec == "jit")
-    return fail("--barrier=" + o.barrier + ": the JIT emits racy and atomic marks only; buffered marks run with --exec=interp");
+    return run_error("--barrier=" + o.barrier + ": the JIT emits racy and atomic marks only; buffered marks run with --exec=interp");
   io.size = o.size;
   // The workload's `; @size` default (from the file or the embedded copy), else 1000.
   if (io.size == 0) io.size = wl->default_size ? wl->default_size : 1000;
@@ -93,21 +93,21 @@ int run(const RunOptions& o) {
   for (const std::string& a : o.assume) {
     if (a == "allocation-marks") alloc_marks = true;
     else if (a == "root-marks") root_marks = true;
-    else return fail("--assume takes allocation-marks or root-marks, not '" + a + "'");
+    else return run_error("--assume takes allocation-marks or root-marks, not '" + a + "'");
   }
   io.allocation_marks = alloc_marks;
   io.roots_marked = root_marks;
   ho.mark_frame_roots = root_marks;
   if (o.cache != "everywhere" && o.cache != "profile")
-    return fail("--cache must be everywhere or profile, not '" + o.cache + "'");
+    return run_error("--cache must be everywhere or profile, not '" + o.cache + "'");
   if (o.cache == "profile" && !io.barrier.cache)
-    return fail("--cache=profile: the barrier " + o.barrier + " has no cache to plan");
+    return run_error("--cache=profile: the barrier " + o.barrier + " has no cache to plan");
   if (o.cache == "profile") {
     // A tier-0 training run: interpreted, half the size, on a heap and profiler of its own.
     sim::InterpOptions training = io;
     training.size = sim::training_size(io.size);
     auto profile = sim::train_cache_profile(wl->module, ho, training);
-    if (!profile.ok()) return fail("--cache=profile: the training run failed: " + profile.error().message);
+    if (!profile.ok()) return run_error("--cache=profile: the training run failed: " + profile.error().message);
     io.cache_plan = std::make_shared<const sim::CachePlan>(sim::plan_cache(*profile, sim::CacheCosts::host(false)));
   }
   std::shared_ptr<sim::jit::Jit> jit;
@@ -115,7 +115,7 @@ int run(const RunOptions& o) {
     jit = sim::jit::make_jit();
     io.jit = jit;
   } else if (o.exec != "interp") {
-    return fail("--exec must be interp or jit, not '" + o.exec + "'");
+    return run_error("--exec must be interp or jit, not '" + o.exec + "'");
   }
 
   ProfilerOptions po;
@@ -123,11 +123,11 @@ int run(const RunOptions& o) {
   po.stale_after_epochs = o.stale_after;
   if (o.stale_bytes != "auto") {
     auto b = sim::parse_size(o.stale_bytes);
-    if (!b.ok()) return fail("--stale-bytes: " + b.error().message);
+    if (!b.ok()) return run_error("--stale-bytes: " + b.error().message);
     po.stale_after_bytes = *b;
   }
   if (o.leak_view != "groups" && o.leak_view != "objects")
-    return fail("--leak-view must be groups or objects, not '" + o.leak_view + "'");
+    return run_error("--leak-view must be groups or objects, not '" + o.leak_view + "'");
   po.min_tracked_size = o.min_size;
   po.trace_path = o.trace;
   // Paths from roots: the sim walks its heap for the profiler (bound to the heap below).
@@ -143,11 +143,11 @@ int run(const RunOptions& o) {
     }
   };
   auto created = Profiler::create(std::move(po));
-  if (!created.ok()) return fail(created.error().message);
+  if (!created.ok()) return run_error(created.error().message);
   Profiler& prof = **created;
 
   auto heap = sim::Heap::create(ho, &prof);
-  if (!heap.ok()) return fail(heap.error().message);
+  if (!heap.ok()) return run_error(heap.error().message);
   sim::Heap& h = **heap;
   walker.set_heap(&h);
   // Unbound before the heap goes: a profiler destroyed on an error path with a lazy sweep's
@@ -170,7 +170,7 @@ int run(const RunOptions& o) {
     fmt::print("\n");
   };
   auto interp = sim::Interpreter::create(wl->module, h, &prof, io);
-  if (!interp.ok()) return fail(interp.error().message);
+  if (!interp.ok()) return run_error(interp.error().message);
 
   fmt::print("objprof run: {} ({}), size {}, seed {}, {} thread{}\n", o.workload, wl->path, io.size, io.seed,
              io.threads, io.threads == 1 ? "" : "s");
@@ -197,8 +197,8 @@ int run(const RunOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   auto result = (*interp)->run("main");
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!result.ok()) return fail(result.error().message);
-  if (auto st = prof.finish(); !st.ok()) return fail("trace: " + st.error().message);
+  if (!result.ok()) return run_error(result.error().message);
+  if (auto st = prof.finish(); !st.ok()) return run_error("trace: " + st.error().message);
 
   const ProfilerStats s = prof.stats();
   const sim::HeapStats hs = h.stats();
@@ -227,7 +227,7 @@ int run(const RunOptions& o) {
   if (!o.leaks_json.empty()) {
     std::ofstream out(o.leaks_json);
     out << leak_groups_json(groups, prof.options(), prof.stats()).dump(2) << '\n';
-    if (!out.flush()) return fail("cannot write " + o.leaks_json);
+    if (!out.flush()) return run_error("cannot write " + o.leaks_json);
   }
   return 0;
 }
