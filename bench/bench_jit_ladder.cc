@@ -16,6 +16,7 @@
 // one complete run of `main` (compiled code, runtime calls, GCs and the profiler's hooks),
 // timed in process CPU time (support/ladder.h); setup, including compilation, is not timed.
 #include "support/bench_main.h"
+#include "support/steady_memory.h"
 #include "support/ladder.h"
 
 #include "sim/jit/jit.h"
@@ -65,6 +66,7 @@ void register_all() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  objprof::bench::keep_freed_memory_mapped();  // support/steady_memory.h
   return objprof::bench::run_benchmarks(
       argc, argv, register_all, {{"jit-ladder", "no-barriers", {"none", "caching", "elim", "all-everywhere", "all", "all-pinned", "all-trace"}, false,
                                           "process CPU", "min"}});

@@ -14,6 +14,7 @@
 // tens of ms. After the runs a table prints each rung's time relative to no-barriers, and the
 // geomean.
 #include "support/bench_main.h"
+#include "support/steady_memory.h"
 #include "support/ladder.h"
 
 #include <vector>
@@ -44,6 +45,7 @@ void register_all() { objprof::bench::register_ladder("bench_sim_ladder", "ladde
 }  // namespace
 
 int main(int argc, char** argv) {
+  objprof::bench::keep_freed_memory_mapped();  // support/steady_memory.h
   return objprof::bench::run_benchmarks(argc, argv, register_all,
                                         {{"ladder", "no-barriers", {"none", "caching", "elim", "all", "all-atomic", "all-buffered"}, false, "process CPU", "min"}});
 }

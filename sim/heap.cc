@@ -109,6 +109,7 @@ Status Heap::init() {
   options_.heap_bytes = round_down(options_.heap_bytes, kPage);
   memory_ = std::aligned_alloc(kPage, options_.heap_bytes);
   if (!memory_) return make_error(ErrorCode::kIo, "cannot reserve a heap of " + format_bytes(options_.heap_bytes));
+  if (options_.pretouch) std::memset(memory_, 0, options_.heap_bytes);
   base_ = reinterpret_cast<Address>(memory_);
   const std::uint64_t los = round_down(options_.heap_bytes / 4, kPage);
   const std::uint64_t main = options_.heap_bytes - los;

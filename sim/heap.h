@@ -122,6 +122,12 @@ struct HeapOptions {
   // so code compiled under the root-marks model loses no mark. The interpreter's frames hold
   // every register, live or not: more than the model needs, never less.
   bool mark_frame_roots = false;
+  // Write every page of the heap when it is created, as a JVM's -XX:+AlwaysPreTouch does, so
+  // the kernel's page faults (and its zeroing of each fresh page) happen in set-up rather than
+  // in the first allocations and collections that reach each page. The benchmarks turn it on:
+  // their timed runs then see the memory a long-running runtime sees, not a cold start whose
+  // fault costs vary from run to run (docs/results.md, "Part 5").
+  bool pretouch = false;
 };
 
 struct GcInfo {

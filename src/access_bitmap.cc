@@ -1,6 +1,8 @@
 // AccessBitmap slow paths: buffer management and the snapshot swap.
 #include "objprof/access_bitmap.h"
 
+#include "side_table_memory.h"
+
 #include <sys/mman.h>
 
 #include <bit>
@@ -19,10 +21,7 @@ static_assert(std::endian::native == std::endian::little,
 namespace objprof {
 namespace {
 
-std::uint8_t* map_zeroed(std::size_t bytes) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  return p == MAP_FAILED ? nullptr : static_cast<std::uint8_t*>(p);
-}
+std::uint8_t* map_zeroed(std::size_t bytes) { return static_cast<std::uint8_t*>(internal::map_side_table(bytes)); }
 
 // Retired buffers are cleared with memset, not MADV_DONTNEED: returning pages to the kernel
 // looks free here but moves the cost to the mutators, whose first marks in the next epoch

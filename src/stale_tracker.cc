@@ -1,5 +1,7 @@
 #include "stale_tracker.h"
 
+#include "side_table_memory.h"
+
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -80,13 +82,11 @@ StaleTracker::GranuleBits::~GranuleBits() {
 bool StaleTracker::GranuleBits::ensure(std::uint64_t granules) noexcept {
   if (words_) return true;
   const auto bytes = static_cast<std::size_t>((granules + 64) / 64 * 8);
-  // Bits for a heap of up to 128 MiB come with their pages (at most 2 MiB, when the spaces
-  // freeze): the filter reads them across every freed range, and a page fault on first touch
-  // inside a GC costs more than a short collection's whole profiler share. Larger spaces get
-  // pages as tracked objects and freed ranges reach them.
-  const int populate = bytes <= (std::size_t{2} << 20) ? MAP_POPULATE : 0;
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | populate, -1, 0);
-  if (p == MAP_FAILED) return false;
+  // Bits for a heap of up to 128 MiB come with their pages (side_table_memory.h): the filter
+  // reads them across every freed range, and a page fault on first touch inside a GC costs more
+  // than a short collection's whole profiler share.
+  void* p = internal::map_side_table(bytes);
+  if (p == nullptr) return false;
   words_ = static_cast<std::uint64_t*>(p);
   bytes_ = bytes;
   return true;

@@ -14,6 +14,23 @@ inline bool emulated() {
   return v != nullptr && std::strcmp(v, "0") != 0;
 }
 
+// True in the ThreadSanitizer build. TSan is there for concurrent code: a test may leave its
+// single-threaded cases to the other builds (they run them all), where TSan would only make
+// them 5-15x slower without anything to find.
+inline constexpr bool thread_sanitizer() {
+#if defined(__SANITIZE_THREAD__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  return true;
+#else
+  return false;
+#endif
+#else
+  return false;
+#endif
+}
+
 // Divides a workload size when emulated (never below 1).
 inline std::size_t scaled(std::size_t native, std::size_t divisor = 16) {
   if (!emulated()) return native;

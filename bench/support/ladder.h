@@ -99,7 +99,14 @@ inline void run_ladder_rung(benchmark::State& state, const sim::LoadedWorkload* 
     plan = std::make_shared<const sim::CachePlan>(sim::plan_cache(*profile, sim::CacheCosts::host(rung.pinned_cache)));
   }
   const std::string trace_path = rung.trace ? temp_trace_path() : std::string();
-  for (auto _ : state) {
+  // One complete run: set-up untimed, then `main` (and the trace's end) timed. Returns false
+  // after SkipWithError.
+  struct Run {
+    double seconds = 0;
+    PerfCounters::Counts events{};
+    std::uint64_t gcs = 0, accesses = 0, barriers = 0;
+  };
+  auto run_once = [&](Run& out) -> bool {
     std::unique_ptr<Profiler> profiler;
     if (rung.profiler) {
       ProfilerOptions po;
@@ -112,10 +119,11 @@ inline void run_ladder_rung(benchmark::State& state, const sim::LoadedWorkload* 
     sim::HeapOptions ho;
     ho.heap_bytes = *heap_bytes;
     ho.gc = sim::GcPolicy::kSemiSpace;
+    ho.pretouch = true;  // the heap's page faults belong to set-up (sim/heap.h)
     auto heap = sim::Heap::create(ho, profiler.get());
     if (!heap.ok()) {
       state.SkipWithError(heap.error().message.c_str());
-      return;
+      return false;
     }
     sim::InterpOptions io;
     io.pass = rung.pass;
@@ -129,13 +137,13 @@ inline void run_ladder_rung(benchmark::State& state, const sim::LoadedWorkload* 
     auto interp = sim::Interpreter::create(wl->module, **heap, profiler.get(), io);
     if (!interp.ok()) {
       state.SkipWithError(interp.error().message.c_str());
-      return;
+      return false;
     }
     if (compiled)
       for (const auto& mode : (*interp)->function_modes())
         if (!mode.compiled) {
           state.SkipWithError((mode.name + " was not compiled: " + mode.reason).c_str());
-          return;
+          return false;
         }
     const PerfCounters::Counts c0 = perf.read();
     const double t0 = process_cpu_seconds();
@@ -144,16 +152,31 @@ inline void run_ladder_rung(benchmark::State& state, const sim::LoadedWorkload* 
     const Status finished = profiler && rung.trace ? profiler->finish() : Status::Ok();
     const double t1 = process_cpu_seconds();
     const PerfCounters::Counts c1 = perf.read();
-    for (int e = 0; e < PerfCounters::kEvents; ++e) events[e] += c1[e] - c0[e];
     if (!result.ok() || !finished.ok()) {
       state.SkipWithError((result.ok() ? finished.error().message : result.error().message).c_str());
-      return;
+      return false;
     }
-    state.SetIterationTime(t1 - t0);
-    gcs += (*heap)->stats().gcs;
+    out.seconds = t1 - t0;
+    for (int e = 0; e < PerfCounters::kEvents; ++e) out.events[e] = c1[e] - c0[e];
+    out.gcs = (*heap)->stats().gcs;
     const sim::InterpStats s = (*interp)->stats();
-    accesses += s.accesses;
-    barriers += s.barriers_executed;
+    out.accesses = s.accesses;
+    out.barriers = s.barriers_executed;
+    return true;
+  };
+  // One untimed run first: the process's first run of a rung meets memory the allocator has
+  // never handed out (page faults inside the timed part) and cold code; the timed runs then
+  // start from the same state, whichever rung ran before (docs/results.md, "Part 5").
+  Run warm_up;
+  if (!run_once(warm_up)) return;
+  for (auto _ : state) {
+    Run r;
+    if (!run_once(r)) return;
+    state.SetIterationTime(r.seconds);
+    for (int e = 0; e < PerfCounters::kEvents; ++e) events[e] += r.events[e];
+    gcs += r.gcs;
+    accesses += r.accesses;
+    barriers += r.barriers;
   }
   if (!trace_path.empty()) std::remove(trace_path.c_str());
   const double n = static_cast<double>(state.iterations());

@@ -2,6 +2,10 @@
 
 #include <objprof/access_bitmap.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <bit>
 #include <thread>
 #include <vector>
@@ -56,6 +60,41 @@ TEST_CASE("Bitmap is heap/64 at K=8 and maps granule g to byte g/8 bit g%8", "[c
   // The live bitmap is all zero after the swap.
   CHECK((*bm)->count() == 0);
   for (auto g : granules) CHECK_FALSE((*bm)->test(heap.space().address_of(g)));
+}
+
+namespace {
+
+// Pages of [p, p + bytes) resident in memory (p page-aligned).
+std::size_t resident_pages(const void* p, std::size_t bytes) {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> v((bytes + page - 1) / page);
+  REQUIRE(::mincore(const_cast<void*>(p), bytes, v.data()) == 0);
+  return static_cast<std::size_t>(std::count_if(v.begin(), v.end(), [](unsigned char r) { return (r & 1) != 0; }));
+}
+
+}  // namespace
+
+TEST_CASE("Bitmap buffers of a space up to 128 MiB come with their pages; larger ones as touched", "[core][bitmap]") {
+  // Small: both buffers (the active one, and after a swap the former spare) are resident before
+  // any mark, so no mutator's first mark and no harvest takes a page fault.
+  FakeHeap small(8 << 20);
+  auto bm = AccessBitmap::create(small.space());
+  REQUIRE(bm.ok());
+  const std::size_t bytes = (*bm)->size_bytes();
+  const std::size_t pages = (bytes + static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) - 1) /
+                            static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  CHECK(resident_pages((*bm)->descriptor().bitmap.load(), bytes) == pages);
+  REQUIRE((*bm)->snapshot_and_clear().ok());
+  CHECK(resident_pages((*bm)->descriptor().bitmap.load(), bytes) == pages);
+
+  // Large (a 1 GiB space: 16 MiB of bitmap): nothing is resident until touched.
+  auto large = HeapSpace::make(Address{1} << 40, (Address{1} << 40) + (Address{1} << 30));
+  REQUIRE(large.ok());
+  auto big = AccessBitmap::create(*large);
+  REQUIRE(big.ok());
+  CHECK(resident_pages((*big)->descriptor().bitmap.load(), (*big)->size_bytes()) == 0);
+  (*big)->mark<MarkMode::kRacy>(large->address_of(0));
+  CHECK(resident_pages((*big)->descriptor().bitmap.load(), (*big)->size_bytes()) >= 1);
 }
 
 TEST_CASE("Bitmap with K=16 uses one bit per 16 bytes", "[core][bitmap]") {

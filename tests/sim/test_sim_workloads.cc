@@ -15,6 +15,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -45,6 +50,7 @@ struct Config {
   std::uint32_t threads = 1;
   std::uint64_t stale_bytes = ProfilerOptions::kAutoStaleBytes;
   double compact_free_fraction = HeapOptions{}.compact_free_fraction;
+  bool pretouch = false;
 };
 
 Outcome run_module(const ir::Module& module, const Config& c) {
@@ -58,6 +64,7 @@ Outcome run_module(const ir::Module& module, const Config& c) {
   ho.gc = c.gc;
   ho.heap_bytes = c.heap;
   ho.compact_free_fraction = c.compact_free_fraction;
+  ho.pretouch = c.pretouch;
   auto heap = Heap::create(ho, prof->get());
   REQUIRE(heap.ok());
   InterpOptions io;
@@ -111,6 +118,47 @@ void require_only_site(const Outcome& o, const std::string& method, std::uint32_
 }
 
 }  // namespace
+
+TEST_CASE("a pretouched heap has every page resident at creation and collects exactly as one that is not", "[sim]") {
+  const long page = ::sysconf(_SC_PAGESIZE);
+  REQUIRE(page > 0);
+  for (GcPolicy gc : kAllGcPolicies) {
+    INFO(gc_policy_name(gc));
+    HeapOptions ho;
+    ho.gc = gc;
+    ho.heap_bytes = 1 << 20;
+    ho.pretouch = true;
+    auto heap = Heap::create(ho, nullptr);
+    REQUIRE(heap.ok());
+    const std::size_t pages = (ho.heap_bytes + static_cast<std::size_t>(page) - 1) / static_cast<std::size_t>(page);
+    std::vector<unsigned char> resident(pages, 0);
+    REQUIRE(::mincore(reinterpret_cast<void*>((*heap)->base()), ho.heap_bytes, resident.data()) == 0);
+    CHECK(std::count_if(resident.begin(), resident.end(), [](unsigned char r) { return (r & 1) != 0; }) ==
+          static_cast<std::ptrdiff_t>(pages));
+
+    // The same program, pretouched or not: the same collections, deaths, moves and leaks.
+    Config c;
+    c.gc = gc;
+    c.size = test::scaled(600, 2);
+    const Outcome cold = run_workload("listleak", c);
+    c.pretouch = true;
+    const Outcome warm = run_workload("listleak", c);
+    REQUIRE(cold.result.ok());
+    REQUIRE(warm.result.ok());
+    CHECK(*warm.result == *cold.result);
+    CHECK(warm.heap.gcs == cold.heap.gcs);
+    CHECK(warm.heap.objects_allocated == cold.heap.objects_allocated);
+    CHECK(warm.heap.objects_freed == cold.heap.objects_freed);
+    CHECK(warm.heap.bytes_freed == cold.heap.bytes_freed);
+    CHECK(warm.heap.objects_moved == cold.heap.objects_moved);
+    CHECK(warm.heap.live_bytes_after_last_gc == cold.heap.live_bytes_after_last_gc);
+    REQUIRE(warm.leaks.size() == cold.leaks.size());
+    for (std::size_t i = 0; i < warm.leaks.size(); ++i) {
+      CHECK(warm.leaks[i].bci == cold.leaks[i].bci);
+      CHECK(warm.leaks[i].size == cold.leaks[i].size);
+    }
+  }
+}
 
 TEST_CASE("listleak reports the first node's allocation site and nothing else, every collector", "[sim]") {
   const std::uint32_t bci = alloc_bci("listleak", "main", 1);  // after the list's newarray
