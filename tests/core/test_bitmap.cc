@@ -74,18 +74,22 @@ std::size_t resident_pages(const void* p, std::size_t bytes) {
 
 }  // namespace
 
-TEST_CASE("Bitmap buffers of a space up to 128 MiB come with their pages; larger ones as touched", "[core][bitmap]") {
+TEST_CASE("Bitmap buffers of a space up to 128 MiB come with their pages, larger ones as touched", "[core][bitmap]") {
   // Small: both buffers (the active one, and after a swap the former spare) are resident before
-  // any mark, so no mutator's first mark and no harvest takes a page fault.
+  // any mark, so no mutator's first mark and no harvest takes a page fault. qemu-user maps the
+  // guest's memory itself and does not pass MAP_POPULATE on (0 of 32 pages resident there), so
+  // under emulation only the large case below is checked.
   FakeHeap small(8 << 20);
   auto bm = AccessBitmap::create(small.space());
   REQUIRE(bm.ok());
   const std::size_t bytes = (*bm)->size_bytes();
   const std::size_t pages = (bytes + static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) - 1) /
                             static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  CHECK(resident_pages((*bm)->descriptor().bitmap.load(), bytes) == pages);
-  REQUIRE((*bm)->snapshot_and_clear().ok());
-  CHECK(resident_pages((*bm)->descriptor().bitmap.load(), bytes) == pages);
+  if (!objprof::test::emulated()) {
+    CHECK(resident_pages((*bm)->descriptor().bitmap.load(), bytes) == pages);
+    REQUIRE((*bm)->snapshot_and_clear().ok());
+    CHECK(resident_pages((*bm)->descriptor().bitmap.load(), bytes) == pages);
+  }
 
   // Large (a 1 GiB space: 16 MiB of bitmap): nothing is resident until touched.
   auto large = HeapSpace::make(Address{1} << 40, (Address{1} << 40) + (Address{1} << 30));

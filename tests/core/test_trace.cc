@@ -289,7 +289,7 @@ TEST_CASE("Fuzz: mutated payloads with recomputed checksums never crash the read
   INFO("accepted " << accepted << " refused " << refused);
 }
 
-TEST_CASE("Many threads write through the hooks; the reader sees every event in per-thread order", "[core][trace][threads]") {
+TEST_CASE("Many threads write through the hooks, and the reader sees every event in per-thread order", "[core][trace][threads]") {
   constexpr int kThreads = 4, kEpochs = 3;
   const int kPerEpoch = static_cast<int>(objprof::test::scaled(1500, 30)) * 2;  // even: half are accessed
   FakeHeap heap(std::size_t{kThreads} * kEpochs * kPerEpoch * 16);
