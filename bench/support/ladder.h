@@ -1,6 +1,8 @@
 // One rung of the paper's Fig. 6 ladder on the simulated runtime, shared by the interpreter
 // ladder (bench_sim_ladder) and the JIT ladder (bench_jit_ladder): a fresh profiler, heap and
-// interpreter per iteration, one complete run of `main` timed, setup not.
+// interpreter per iteration, one complete run of `main` timed, setup not. The heap is
+// pretouched and one untimed run comes first, so no timed run takes page faults (with
+// support/steady_memory.h in the benchmark's main; docs/results.md, issue 13 "Part 5").
 //
 // The time is the process CPU time the run consumed (manual time), not wall time, so that a
 // shared, loaded machine does not add its preemptions to one rung and not another. Each rung
