@@ -179,8 +179,9 @@ class StaleTracker {
   std::uint32_t log2_granule(std::size_t space) const { return spaces_[space].log2_alignment(); }
 
  private:
-  // One bit per granule of a space, mapped on first use (MAP_NORESERVE: 1/64 of the space in
-  // address space, memory only where bits were set), like the access bitmap.
+  // One bit per granule of a space, mapped on first use (1/64 of the space in address space),
+  // like the access bitmap: tables up to 2 MiB come with their pages, larger ones get memory
+  // only where bits were set (side_table_memory.h).
   class GranuleBits {
    public:
     GranuleBits() = default;
