@@ -3,11 +3,12 @@
 // luai_objprof_* macros that objprof-hooks.patch places in Lua; without it they are no-ops.
 //
 // Where the barrier's state lives: in Lua's own per-VM structure. The patch adds one field to
-// global_State (luai_objprof_gfield) holding the last-accessed-object cache itself (an objprof
-// BarrierSlot: Lua runs one OS thread per state, its coroutines included) and the space's
-// BarrierDescriptor; an access is objprof's inline C++ barrier on them, a hit one load from the
-// global_State the interpreter already has. objprof does not know the slot, so the glue resets
-// it where the profiler resets its own caches (gc_begin, gc_end). Before the profiler is
+// global_State (luai_objprof_gfield) holding the last-accessed-object caches themselves (objprof
+// BarrierSlots, one for calls of closures and one for every other access: Lua runs one OS thread
+// per state, its coroutines included) and the space's BarrierDescriptor; an access is objprof's
+// inline C++ barrier on them, a hit one load from the global_State the interpreter already has.
+// objprof does not know the slots, so the glue resets them where the profiler resets its own
+// caches (gc_begin, gc_end). Before the profiler is
 // attached (and after lua_close has started) the descriptor is an empty space: nothing is
 // marked. Everything else is an out-of-line call into objprof_lua.cc.
 #ifndef lobjprof_h
@@ -33,6 +34,10 @@ struct Vm;
 // The field the patch adds to global_State.
 struct GlobalHook {
   objprof::BarrierSlot slot;  // the cache, first: the barrier's hit path reads only this
+  // Calls of Lua closures have a cache of their own: a loop that calls a closure and accesses a
+  // table (`a(i, j) * x[j]`, a method call on `self`, a recursion that builds tables) would
+  // otherwise evict one with the other on every turn and take the marking path twice.
+  objprof::BarrierSlot call_slot;
   const objprof::BarrierDescriptor* space;
   Vm* vm;  // null: objprof is not (or no longer) attached to this state
   // Barrier elimination is on (OBJPROF_LUA_ELIM): atomic() and thread switches mark the
@@ -80,6 +85,20 @@ OBJPROF_ALWAYS_INLINE void access(GlobalHook& hook, const void* obj) noexcept {
   objprof::access<objprof::DefaultBarrier>(hook.slot, *hook.space, reinterpret_cast<objprof::Address>(obj));
 }
 
+// A call's access of the closure it calls: the barrier on the calls' own cache.
+OBJPROF_ALWAYS_INLINE void access_call(GlobalHook& hook, const void* closure) noexcept {
+#if defined(LUA_OBJPROF_CHECK)
+  ++hook.barriers;
+#endif
+  objprof::access<objprof::DefaultBarrier>(hook.call_slot, *hook.space, reinterpret_cast<objprof::Address>(closure));
+}
+
+// The bitmap was cleared, or memory freed: the next access of anything must mark again.
+inline void reset_caches(GlobalHook& hook) noexcept {
+  hook.slot.reset();
+  hook.call_slot.reset();
+}
+
 }  // namespace objprof_lua
 
 #define luai_objprof_gfield		objprof_lua::GlobalHook objprof;
@@ -110,7 +129,7 @@ OBJPROF_ALWAYS_INLINE void access(GlobalHook& hook, const void* obj) noexcept {
 // started the frame (or by the first call of the recursion) in this epoch.
 #define luai_objprof_call(L,ci,func)	\
   ((G(L)->objprof.root_marks && isLua(ci) && clLvalue(s2v((ci)->func)) == clLvalue(s2v(func))) \
-     ? luai_objprof_unbarriered(L, gcvalue(s2v(func))) : luai_objprof_access(L, gcvalue(s2v(func))))
+     ? luai_objprof_unbarriered(L, gcvalue(s2v(func))) : objprof_lua::access_call(G(L)->objprof, gcvalue(s2v(func))))
 
 #endif  // LUA_OBJPROF
 #endif  // lobjprof_h

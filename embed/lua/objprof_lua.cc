@@ -129,6 +129,17 @@ struct Vm {
   std::unordered_map<const Proto*, std::vector<std::uint32_t>> proto_sites;
   const Proto* last_proto = nullptr;
   std::vector<std::uint32_t>* last_sites = nullptr;
+  // In front of them, the site of each allocating instruction, direct-mapped by the frame's
+  // saved pc: one load and compare per allocation instead of the prototype lookup and the pc
+  // arithmetic (binary_trees: 54 instructions a call before). A saved pc points into a live
+  // prototype's code, so an entry can go stale only when its prototype dies and another one's
+  // code takes the memory: on_free drops a dying prototype's entries (forget_code).
+  struct PcSite { const Instruction* pc; std::uint32_t site; };
+  static constexpr std::size_t kPcSites = 1024;
+  std::unique_ptr<PcSite[]> pc_sites{new PcSite[kPcSites]()};
+  static std::size_t pc_slot(const Instruction* pc) noexcept {
+    return (reinterpret_cast<std::uintptr_t>(pc) / sizeof(Instruction)) & (kPcSites - 1);
+  }
   // The allocation sites of recently created tables and threads, direct-mapped by address: a
   // table almost always grows right after its creation (a constructor, a fill loop), and then
   // the object it starts tracking is filed under where it was made, not under the line that
@@ -141,6 +152,10 @@ struct Vm {
   // (on_free_batch), handed over before the next allocation (which may reuse their memory) and
   // before the bracket ends (flush_frees).
   static constexpr std::size_t kFreeBatch = 256;
+  // A resize to a footprint below min_tracked changes nothing the profiler keeps unless it
+  // writes a trace or checks the hooks (`every_resize`): on_resize then stops at the footprint.
+  std::uint64_t min_tracked = 0;
+  bool every_resize = true;
   std::array<Address, kFreeBatch> dead{};
   std::size_t ndead = 0;
 
@@ -207,11 +222,8 @@ std::uint32_t intern_site(Vm& vm, std::string where) {
   return it->second;
 }
 
-// The site of an allocation: the innermost Lua frame's current line.
-std::uint32_t site_of(Vm& vm, lua_State* L) {
-  CallInfo* ci = L->ci;
-  while (ci != &L->base_ci && !isLua(ci)) ci = ci->previous;
-  if (ci == &L->base_ci) return kCSite;
+// The site of the instruction `ci` (a Lua frame) is at: per prototype, per pc.
+[[gnu::noinline]] std::uint32_t site_at(Vm& vm, CallInfo* ci) {
   const Proto* p = ci_func(ci)->p;
   if (p != vm.last_proto) {
     auto& sites = vm.proto_sites[p];
@@ -229,6 +241,26 @@ std::uint32_t site_of(Vm& vm, lua_State* L) {
     id = intern_site(vm, fmt::format("{}:{}", source, luaG_getfuncline(p, pc)));
   }
   return id;
+}
+
+// The site of an allocation: the innermost Lua frame's current line.
+std::uint32_t site_of(Vm& vm, lua_State* L) {
+  CallInfo* ci = L->ci;
+  while (ci != &L->base_ci && !isLua(ci)) ci = ci->previous;
+  if (ci == &L->base_ci) return kCSite;
+  const Instruction* pc = ci->u.l.savedpc;
+  Vm::PcSite& e = vm.pc_sites[Vm::pc_slot(pc)];
+  if (e.pc != pc) e = {pc, site_at(vm, ci)};
+  return e.site;
+}
+
+// A prototype dies: the sites cached for its instructions go (a saved pc lies in
+// [code, code + sizecode]), since another prototype's code may take the memory.
+void forget_code(Vm& vm, const Proto* p) {
+  for (int i = 0; i <= p->sizecode; ++i) {
+    Vm::PcSite& e = vm.pc_sites[Vm::pc_slot(p->code + i)];
+    if (e.pc == p->code + i) e.pc = nullptr;
+  }
 }
 
 std::uint64_t footprint(GCObject* o) {
@@ -398,6 +430,8 @@ Vm* create_vm() {
     std::exit(2);
   }
   vm->prof = std::move(*prof);
+  vm->min_tracked = vm->prof->min_tracked_size();
+  vm->every_resize = !vm->opt.trace_path.empty() || vm->prof->options().check_hooks;
   const auto begin = reinterpret_cast<Address>(vm->region.begin());
   auto space = objprof::HeapSpace::make(begin, begin + vm->region.bytes(), 8, "lua");
   if (!space.ok()) {
@@ -430,6 +464,7 @@ void* allocator_ud(void*) { return create_vm(); }
 
 void init(GlobalHook& hook, Alloc frealloc, void* ud) noexcept {
   new (&hook.slot) objprof::BarrierSlot();  // global_State is raw memory from the allocator
+  new (&hook.call_slot) objprof::BarrierSlot();
   if (frealloc == &vm_alloc) {
     Vm* vm = static_cast<Vm*>(ud);
     hook.vm = vm;
@@ -487,35 +522,64 @@ void on_newobj(lua_State* L, GCObject* o, std::size_t size) {
   if (o->tt == LUA_VTABLE && vm->elim) mark_now(*vm, o);
 }
 
+namespace {
+
+// on_free of a thread or a prototype, or outside a bracket.
+[[gnu::noinline]] void on_free_slow(Vm& vm, GCObject* o) {
+  if (o->tt == LUA_VTHREAD && !vm.roots_at_resume.empty()) vm.roots_at_resume.erase(gco2th(o));
+  if (o->tt == LUA_VPROTO) {  // a later prototype may reuse the address, and its code the code's
+    forget_code(vm, gco2p(o));
+    vm.proto_sites.erase(gco2p(o));
+    vm.last_proto = nullptr;
+  }
+  const auto addr = reinterpret_cast<Address>(o);
+  if (!vm.prof->in_gc()) {  // the profiler says why this free is refused, now
+    vm.prof->on_free(addr);
+    return;
+  }
+  vm.dead[vm.ndead++] = addr;
+  if (vm.ndead == Vm::kFreeBatch) flush_frees(vm);
+}
+
+}  // namespace
+
+// Once per object the sweep frees: the common case (a bracket is open; not a thread or a
+// prototype, whose deaths the glue itself follows) is a store into the batch. A dead table's
+// `recent` entry stays: only a table or thread reads it (on_resize), and a new one at the same
+// address writes its own at creation.
 void on_free(lua_State* L, GCObject* o) {
   Vm* vm = vm_of(L);
   if (!vm) return;
-  const auto addr = reinterpret_cast<Address>(o);
-  if (vm->recent[Vm::recent_slot(addr)].addr == addr) vm->recent[Vm::recent_slot(addr)].addr = 0;
-  if (o->tt == LUA_VTHREAD && !vm->roots_at_resume.empty()) vm->roots_at_resume.erase(gco2th(o));
-  if (o->tt == LUA_VPROTO) {  // a later prototype may reuse the address
-    vm->proto_sites.erase(gco2p(o));
-    vm->last_proto = nullptr;
-  }
-  if (!vm->prof->in_gc()) [[unlikely]] {  // the profiler says why this free is refused, now
-    vm->prof->on_free(addr);
+  if (o->tt == LUA_VTHREAD || o->tt == LUA_VPROTO || !vm->prof->in_gc()) [[unlikely]] {
+    on_free_slow(*vm, o);
     return;
   }
-  vm->dead[vm->ndead++] = addr;
-  if (vm->ndead == Vm::kFreeBatch) flush_frees(*vm);
+  vm->dead[vm->ndead++] = reinterpret_cast<Address>(o);
+  if (vm->ndead == Vm::kFreeBatch) [[unlikely]] flush_frees(*vm);
 }
 
+namespace {
+
+[[gnu::noinline]] void report_resize(Vm& vm, lua_State* L, GCObject* o, std::uint64_t bytes) {
+  const auto addr = reinterpret_cast<Address>(o);
+  std::uint32_t site = 0;  // only the stale tracker needs it
+  if (bytes >= vm.min_tracked) {
+    const Vm::RecentSite& recent = vm.recent[Vm::recent_slot(addr)];
+    site = recent.addr == addr ? recent.site : site_of(vm, L);
+  }
+  vm.prof->on_resize(*vm.thread, addr, bytes, site, o->tt);
+}
+
+}  // namespace
+
+// Most resizes are a small table's first (a constructor's): without a trace or hook checks
+// they end at the footprint.
 void on_resize(lua_State* L, GCObject* o) {
   Vm* vm = vm_of(L);
   if (!vm || o == obj2gco(G(L)->mainthread)) return;  // the main thread is not a heap object
-  const auto addr = reinterpret_cast<Address>(o);
   const std::uint64_t bytes = footprint(o);
-  std::uint32_t site = 0;  // only the stale tracker needs it
-  if (bytes >= vm->prof->min_tracked_size()) {
-    const Vm::RecentSite& recent = vm->recent[Vm::recent_slot(addr)];
-    site = recent.addr == addr ? recent.site : site_of(*vm, L);
-  }
-  vm->prof->on_resize(*vm->thread, addr, bytes, site, o->tt);
+  if (bytes < vm->min_tracked && !vm->every_resize) return;
+  report_resize(*vm, L, o, bytes);
 }
 
 void on_gc_begin(lua_State* L) {
@@ -526,7 +590,7 @@ void on_gc_begin(lua_State* L) {
   const auto kind = G(L)->gckind == KGC_GEN ? objprof::GcKind::kMinor : objprof::GcKind::kConcurrent;
   if (objprof::Status s = vm->prof->gc_begin(kind); !s.ok())
     std::fprintf(stderr, "objprof-lua: %s\n", s.error().message.c_str());
-  G(L)->objprof.slot.reset();  // the bitmap was cleared: the next access must mark again
+  reset_caches(G(L)->objprof);  // the bitmap was cleared: the next access must mark again
 }
 
 void on_gc_end(lua_State* L) {
@@ -539,7 +603,7 @@ void on_gc_end(lua_State* L) {
     std::fprintf(stderr, "objprof-lua: %s\n", s.error().message.c_str());
   // Lua's collector does not move objects, but a sweep freed some: a cached address may belong
   // to a new object now, whose first access must mark.
-  G(L)->objprof.slot.reset();
+  reset_caches(G(L)->objprof);
 }
 
 void on_close(lua_State* L) {
