@@ -101,6 +101,7 @@ struct ProfilerState {
   std::uint64_t retired_threads = 0;
   std::vector<PendingTracked> orphaned_tracked;
   std::vector<TrackedRecord> orphaned_records;
+  std::vector<TrackedRecord> orphaned_claimed;  // their starts claimed at allocation
 
   std::unique_ptr<HookChecker> checker;  // only with ProfilerOptions::check_hooks
   mutable std::mutex protocol_mutex;
@@ -426,6 +427,7 @@ void Profiler::write_header_once() {
   std::call_once(state_->header_once, [this] {
     state_->frozen.store(true);
     state_->tracker.set_spaces(state_->spaces);
+    alloc_starts_ = state_->tracker.alloc_starts();
     if (state_->checker) state_->checker->set_spaces(state_->spaces);
     if (state_->spaces.size() == 1) {
       space_begin_ = state_->spaces[0].begin();
@@ -535,8 +537,11 @@ void Profiler::detach_thread(ThreadState& thread) {
     ++st.retired_threads;
     auto& pending = thread.pending_tracked();
     st.orphaned_tracked.insert(st.orphaned_tracked.end(), pending.begin(), pending.end());
+    // The records whose starts the thread claimed itself, and the others (claimed at gc_begin).
     auto& records = thread.pending_records();
-    st.orphaned_records.insert(st.orphaned_records.end(), records.begin(), records.end());
+    const auto unclaimed = static_cast<std::ptrdiff_t>(std::min(thread.unclaimed_records(), records.size()));
+    st.orphaned_records.insert(st.orphaned_records.end(), records.begin(), records.begin() + unclaimed);
+    st.orphaned_claimed.insert(st.orphaned_claimed.end(), records.begin() + unclaimed, records.end());
     auto& resizes = thread.pending_resizes();
     st.orphaned_resizes.insert(st.orphaned_resizes.end(), resizes.begin(), resizes.end());
     // Last in the vector, so the order of the others does not matter to anyone.
@@ -587,9 +592,21 @@ void Profiler::track_alloc(ThreadState& thread, std::uint32_t site, std::uint32_
   // One space (the object is in it: on_alloc checked): the tracker's own record, so gc_begin
   // only copies it. Several: the address, for the tracker to place.
   if (space_desc_) {
-    thread.pending_records().push_back(internal::TrackedRecord{
-        static_cast<std::uint32_t>((addr - space_begin_) >> space_log2_granule_), intern_pair(thread, site, type),
-        size_granules(size), birth_epoch()});
+    const auto g = static_cast<std::uint32_t>((addr - space_begin_) >> space_log2_granule_);
+    std::vector<internal::TrackedRecord>& records = thread.pending_records();
+    records.push_back(internal::TrackedRecord{g, intern_pair(thread, site, type), size_granules(size), birth_epoch()});
+    // Outside a bracket the thread claims the new start itself, so gc_begin does not visit the
+    // young records once more before the pass that drops most of them. Inside one (a sweep
+    // running between mutator steps) the collector still uses the bits; the record is claimed
+    // at the next gc_begin (it joins the prefix of unclaimed records: those of this bracket).
+    if (alloc_starts_ != nullptr && !in_gc_.load(std::memory_order_acquire)) [[likely]] {
+      internal::StaleTracker::claim_at_alloc(alloc_starts_, g, state_->tracker.alloc_conflict());
+    } else {
+      // Claimed records never come before unclaimed ones (gc_begin takes every thread's
+      // records); if they did, claiming them twice would only cost a conflict the index
+      // resolves.
+      thread.unclaimed_records() = records.size();
+    }
     return;
   }
   thread.pending_tracked().push_back(
@@ -663,6 +680,8 @@ Status Profiler::gc_begin(GcKind kind) {
     st.orphaned_tracked.clear();
     st.objects_tracked.fetch_add(st.tracker.add_records(st.orphaned_records), std::memory_order_relaxed);
     st.orphaned_records.clear();
+    st.objects_tracked.fetch_add(st.tracker.add_claimed_records(st.orphaned_claimed), std::memory_order_relaxed);
+    st.orphaned_claimed.clear();
     std::vector<internal::PendingResize>& resizes = st.gc_resizes;
     resizes.swap(st.orphaned_resizes);
     st.orphaned_resizes.clear();
@@ -673,7 +692,9 @@ Status Profiler::gc_begin(GcKind kind) {
       st.objects_tracked.fetch_add(st.tracker.add(t->pending_tracked()), std::memory_order_relaxed);
       t->pending_tracked().clear();
       // The thread's records change hands (no copy): most die in this GC and never reach the table.
-      st.objects_tracked.fetch_add(st.tracker.adopt_young(t->pending_records()), std::memory_order_relaxed);
+      st.objects_tracked.fetch_add(st.tracker.adopt_young(t->pending_records(), t->unclaimed_records()),
+                                   std::memory_order_relaxed);
+      t->unclaimed_records() = 0;
       resizes.insert(resizes.end(), t->pending_resizes().begin(), t->pending_resizes().end());
       t->pending_resizes().clear();
       const std::uint64_t own = t->allocated_bytes.load(std::memory_order_relaxed);

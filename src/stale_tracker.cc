@@ -64,6 +64,8 @@ void StaleTracker::set_spaces(std::vector<HeapSpace> spaces) {
     exact_starts_ &= starts_[s].ensure(spaces_[s].granule_count());
     (void)freed_[s].ensure(spaces_[s].granule_count());
   }
+  alloc_starts_ = spaces_.size() == 1 && exact_starts_ ? starts_[0].words() : nullptr;
+  alloc_conflict_.store(false, std::memory_order_relaxed);
 }
 
 StaleTracker::GranuleBits& StaleTracker::GranuleBits::operator=(GranuleBits&& o) noexcept {
@@ -175,13 +177,21 @@ std::uint64_t StaleTracker::add_records(std::span<const TrackedRecord> records) 
   return records.size();
 }
 
-std::uint64_t StaleTracker::adopt_young(std::vector<TrackedRecord>& records) {
+std::uint64_t StaleTracker::add_claimed_records(std::span<const TrackedRecord> records) {
+  if (records.empty() || spaces_.size() != 1) return 0;
+  tables_[0].insert(tables_[0].end(), records.begin(), records.end());
+  return records.size();
+}
+
+std::uint64_t StaleTracker::adopt_young(std::vector<TrackedRecord>& records, std::size_t unclaimed) {
   std::uint64_t n = 0;
   if (records.empty() || spaces_.size() != 1) {
     records.clear();
   } else {
     n = records.size();
-    claim_all(0, records);
+    // The allocating threads claimed the rest (claim_at_alloc): one pass less over the young,
+    // most of whom die in this GC.
+    claim_all(0, std::span<const TrackedRecord>(records).first(std::min(unclaimed, records.size())));
     young_.emplace_back().swap(records);
   }
   // A thread without room (its vector went to this or an earlier GC) gets an emptied one back.
@@ -306,6 +316,8 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const BitmapSnapshot* co
                                               std::span<const MoveLog> moves, std::span<const RangeMoveLog> ranges,
                                               std::span<const Address> frees, std::span<const FreeRangeLog> free_ranges) {
   ApplyResult res;
+  // Inside the bracket no thread claims a start (claim_at_alloc): what they found is complete.
+  if (alloc_conflict_.exchange(false, std::memory_order_relaxed)) conflicts_pending_ = true;
   auto bits_of = [&](std::size_t s) { return s < bits.size() ? bits[s] : nullptr; };
   bool any = !young_.empty();
   for (const auto& t : tables_) any |= !t.empty();

@@ -23,6 +23,7 @@
 #include "objprof/thread_state.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <utility>
@@ -79,8 +80,27 @@ class StaleTracker {
   // this GC's young ones, so a thread's vector changes hands instead of being copied, and gives
   // the thread back an emptied vector of an earlier GC (with its capacity: steady-state on_alloc
   // grows none). The next apply() drops the young that died and appends the rest to the table.
-  // Returns how many are tracked.
-  std::uint64_t adopt_young(std::vector<TrackedRecord>& records);
+  // Only the first `unclaimed` records get their start bits here: the others' were set when
+  // they were allocated (claim_at_alloc). Returns how many are tracked.
+  std::uint64_t adopt_young(std::vector<TrackedRecord>& records, std::size_t unclaimed);
+  // add_records for records whose start bits are set already (claim_at_alloc).
+  std::uint64_t add_claimed_records(std::span<const TrackedRecord> records);
+
+  // The start bits of the only space, for the allocating threads to claim a new record's start
+  // themselves outside GC brackets (claim_at_alloc), or null: several spaces, or bits that
+  // could not be mapped (then gc_begin claims every record). Fixed from set_spaces on.
+  std::uint64_t* alloc_starts() const noexcept { return alloc_starts_; }
+  // A record of granule g starts here from now on: the allocating thread's claim, outside a GC
+  // bracket (collector code reads and writes the bits only while no mutator allocates outside
+  // one). Atomic: threads allocating side by side share words. A start claimed twice (memory
+  // reused without a free) is a conflict the next apply() resolves.
+  static void claim_at_alloc(std::uint64_t* starts, std::uint32_t g, std::atomic<bool>& conflict) noexcept {
+    const std::uint64_t bit = std::uint64_t{1} << (g & 63);
+    if (std::atomic_ref<std::uint64_t>(starts[g >> 6]).fetch_or(bit, std::memory_order_relaxed) & bit)
+      conflict.store(true, std::memory_order_relaxed);
+  }
+  // Where the allocating threads report a start claimed twice (claim_at_alloc).
+  std::atomic<bool>& alloc_conflict() noexcept { return alloc_conflict_; }
   // Applies the epoch's footprint changes (at gc_begin, after add): a tracked object takes its
   // new size; an untracked one is tracked from now on, with the resize's site, type and epoch
   // as its birth. Returns how many objects started being tracked.
@@ -273,6 +293,8 @@ class StaleTracker {
   std::vector<GranuleBits> starts_;
   bool exact_starts_ = true;
   bool conflicts_pending_ = false;  // a start claimed twice: the next apply() builds the index
+  std::uint64_t* alloc_starts_ = nullptr;
+  std::atomic<bool> alloc_conflict_{false};  // claim_at_alloc found a start claimed twice
   // Scratch reused by every apply(), so a GC allocates nothing in the steady state.
   // index_[s]: slots of (granule << 32 | record index + 1), 0 = empty; mask_[s] = size - 1.
   std::vector<std::vector<std::uint64_t>> index_;

@@ -154,4 +154,52 @@ TEST_CASE("sweep phase: finish() inside a bracket closes it and loses nothing", 
   CHECK(c->gc_ends.size() == 1);
 }
 
+TEST_CASE("sweep phase: objects born before, in and after a bracket die when freed, also from a detached thread",
+          "[core][sweep]") {
+  // A thread claims its new objects' start bits itself outside a bracket, and leaves those it
+  // allocates inside one to the next gc_begin: a start left unclaimed would make the collector
+  // hooks drop the object's free (the record would live on and be reported), one claimed in
+  // the bracket would be retired with the dead object whose memory it reuses.
+  const bool traced = GENERATE(false, true);  // without a trace the collector hooks take their short path
+  ProfilerRig rig(1 << 16, [traced](ProfilerOptions& o) {
+    if (!traced) o.trace_sink.reset();
+    o.stale_after_epochs = 3;
+    o.min_tracked_size = 256;
+  });
+  Profiler& p = *rig.prof;
+  REQUIRE(p.define_type({kType, "Blob", 512, false}).ok());
+  REQUIRE(p.define_site({kOldSite, 0, "Old.make", 1}).ok());
+  REQUIRE(p.define_site({kNewSite, 0, "New.make", 2}).ok());
+  ThreadState* worker = *p.attach_thread(2, "worker");
+  p.on_alloc(*worker, kOldSite, kType, rig.at(0), 512);     // claimed by the worker
+  p.on_alloc(*worker, kOldSite, kType, rig.at(1024), 512);  // claimed by the worker
+  REQUIRE(p.gc_begin(GcKind::kConcurrent).ok());
+  p.on_free(rig.at(0));
+  p.on_alloc(*worker, kNewSite, kType, rig.at(0), 512);     // in the bracket: claimed at the next gc_begin
+  p.on_alloc(*worker, kNewSite, kType, rig.at(2048), 512);  // likewise
+  REQUIRE(p.gc_end().ok());
+  CHECK(p.stats().tracked_live == 1);  // the one at 1024 (the bracket's two are not added yet)
+  p.on_alloc(*worker, kNewSite, kType, rig.at(4096), 512);  // after it: claimed by the worker
+  p.detach_thread(*worker);  // its records wait for the next gc_begin, claimed or not
+  rig.gc(GcKind::kConcurrent);
+  CHECK(p.stats().tracked_live == 4);
+  REQUIRE(p.gc_begin(GcKind::kConcurrent).ok());
+  for (std::size_t off : {0, 1024, 2048, 4096}) p.on_free(rig.at(off));
+  REQUIRE(p.gc_end().ok());
+  CHECK(p.stats().tracked_live == 0);
+  for (int i = 0; i < 6; ++i) rig.gc(GcKind::kConcurrent);
+  CHECK(rig.leaks.empty());
+  CHECK(rig.errors.empty());
+  // The memory is reused: new objects there conflict with nothing left behind.
+  ThreadState* again = *p.attach_thread(3, "again");
+  for (std::size_t off : {0, 1024, 2048, 4096}) p.on_alloc(*again, kNewSite, kType, rig.at(off), 512);
+  rig.gc(GcKind::kConcurrent);
+  CHECK(p.stats().tracked_live == 4);
+  REQUIRE(p.gc_begin(GcKind::kConcurrent).ok());
+  for (std::size_t off : {0, 1024, 2048, 4096}) p.on_free(rig.at(off));
+  REQUIRE(p.gc_end().ok());
+  CHECK(p.stats().tracked_live == 0);
+  p.detach_thread(*again);
+}
+
 }  // namespace test_sweep_phase
