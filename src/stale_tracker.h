@@ -3,9 +3,10 @@
 // object beyond the bitmap, plus heap-side metadata like the bitmap's: one bit per granule where
 // a tracked object starts (`starts`), kept up to date as records come, die and move.
 //
-// Updates from the hooks are logged and applied in bulk, in one pass per GC where possible. At
-// gc_begin the epoch's new objects are adopted where the allocating threads wrote them (their
-// vectors change hands; only their start bits are set), and the epoch's access bits are kept
+// Updates from the hooks are logged and applied in bulk, in one pass per GC where possible. A
+// new object's start bit is set by the thread that allocates it (claim_at_alloc), except inside
+// a GC bracket, where gc_begin sets it later. At gc_begin the epoch's new objects are adopted
+// where the allocating threads wrote them (their vectors change hands), and the epoch's access bits are kept
 // as a snapshot. At gc_end the GC's deaths become bits too (one per freed start, a run of them
 // per freed range), and one pass over the table drops the dead, applies the access bits to the
 // living, then does the same for the adopted young records and appends only their survivors:
