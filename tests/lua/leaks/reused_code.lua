@@ -12,16 +12,7 @@ for i = 1, 300 do
 end
 collectgarbage() collectgarbage()  -- LEAK: the chunk below allocates "on this line"
 local leak = assert(load(string.rep("\n", here - 1) .. body, name))
-local kept = {}
-local function churn()  -- ordinary short-lived garbage, as any program makes
-  local tmp = {}
-  for i = 1, 500 do tmp[i] = {i} end
-  return #tmp
-end
-local total = 0
-for n = 1, 4000 do
-  total = total + leak(kept)
-  if n % 20 == 0 then total = total + churn() end
-end
-for _ = 1, 300 do total = total + churn() end
+local kept, total = {}, 0
+for _ = 1, 4000 do total = total + leak(kept) end  -- each call keeps one more table, never read again
+for _ = 1, 20 do collectgarbage() end
 print("total", total)
