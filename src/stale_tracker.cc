@@ -10,6 +10,20 @@
 namespace objprof::internal {
 namespace {
 
+// Sets the start bit of granule_of(x) for each x of `items`; true if one was set already (a
+// start claimed twice). One load, or and store per item, the words pointer in a register.
+template <class Items, class GranuleOf>
+bool set_starts(std::uint64_t* words, const Items& items, GranuleOf&& granule_of) noexcept {
+  std::uint64_t seen = 0;
+  for (const auto& x : items) {
+    const std::uint32_t g = granule_of(x);
+    const std::uint64_t bit = std::uint64_t{1} << (g & 63);
+    seen |= words[g >> 6] & bit;
+    words[g >> 6] |= bit;
+  }
+  return seen != 0;
+}
+
 std::uint64_t slot_of(std::uint32_t granule, std::uint64_t mask) noexcept {
   return ((std::uint64_t{granule} + 1) * 0x9E3779B97F4A7C15ull >> 32) & mask;
 }
@@ -140,15 +154,7 @@ void StaleTracker::claim_all(std::size_t s, std::span<const TrackedRecord> recor
     exact_starts_ = false;  // the filter lets everything through from now on
     return;
   }
-  std::uint64_t* words = starts_[s].words();
-  std::uint64_t seen = 0;
-  for (const TrackedRecord& r : records) {
-    const std::uint32_t g = r.granule;
-    const std::uint64_t bit = std::uint64_t{1} << (g & 63);
-    seen |= words[g >> 6] & bit;
-    words[g >> 6] |= bit;
-  }
-  if (seen) conflicts_pending_ = true;
+  if (set_starts(starts_[s].words(), records, [](const TrackedRecord& r) { return r.granule; })) conflicts_pending_ = true;
 }
 
 void StaleTracker::claim_start(std::size_t s, std::uint64_t g) noexcept {
@@ -638,7 +644,8 @@ std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bit
   }
   // Two records moved onto one place, or onto one that stayed, claim a start twice: the next
   // apply() finds them through the record index.
-  for (const std::uint32_t i : rehomed) claim_start(s, t[i].granule);
+  // (This path runs only with every space's start bits mapped: apply()'s condition.)
+  if (set_starts(starts.words(), rehomed, [&t](std::uint32_t i) { return t[i].granule; })) conflicts_pending_ = true;
   return dead;
 }
 

@@ -244,4 +244,47 @@ TEST_CASE("Stale detection: memory reused without a free keeps only the newer ob
   }
 }
 
+// A copying collector that moves an object onto a place another survivor holds after the GC (a
+// runtime bug the hook checker reports; without it the profiler cannot tell). The moved
+// records claim their new starts after the pass: a start claimed twice must be found there, so
+// that the next GC keeps only the object that arrived last, as with reused memory above.
+TEST_CASE("Stale detection: two survivors moved onto one place keep only the later one", "[core][profiler]") {
+  const bool onto_stayer = GENERATE(false, true);  // onto one that stayed, or two moves onto one place
+  INFO((onto_stayer ? "onto an object that stayed" : "two moves onto one place"));
+  FakeHeap heap(1 << 16);
+  std::vector<LeakReport> got;
+  ProfilerOptions o;
+  o.stale_after_epochs = 2;
+  o.stale_after_bytes = 0;
+  o.min_tracked_size = 256;
+  o.default_leak_printer = false;
+  o.check_hooks = false;
+  o.on_leak = [&](const LeakReport& r) { got.push_back(r); };
+  auto prof = std::move(*Profiler::create(std::move(o)));
+  REQUIRE(prof->add_space(heap.space()).ok());
+  REQUIRE(prof->define_type({1, "Obj", 0, false}).ok());
+  REQUIRE(prof->define_site({1, 0, "first", 0}).ok());
+  REQUIRE(prof->define_site({2, 0, "second", 0}).ok());
+  ThreadState& thread = **prof->attach_thread(1, "mutator");
+  prof->on_alloc(thread, 1, 1, heap.at(0), 512);
+  prof->on_alloc(thread, 2, 1, heap.at(1024), 512);
+  REQUIRE(prof->gc_begin(GcKind::kFull).ok());
+  REQUIRE(prof->gc_end().ok());  // both tracked
+  REQUIRE(prof->stats().tracked_live == 2u);
+  REQUIRE(prof->gc_begin(GcKind::kFull).ok());
+  if (!onto_stayer) prof->on_move(heap.at(0), heap.at(8192));  // the first arrives first...
+  prof->on_move(heap.at(1024), onto_stayer ? heap.at(0) : heap.at(8192));  // ...the second last
+  REQUIRE(prof->gc_end().ok());
+  REQUIRE(prof->gc_begin(GcKind::kFull).ok());  // this GC resolves the double claim
+  REQUIRE(prof->gc_end().ok());
+  CHECK(prof->stats().tracked_live == 1u);
+  for (int gc = 0; gc < 3; ++gc) {
+    REQUIRE(prof->gc_begin(GcKind::kFull).ok());
+    REQUIRE(prof->gc_end().ok());
+  }
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].site_id == 2u);  // the later arrival
+  CHECK(got[0].addr == (onto_stayer ? heap.at(0) : heap.at(8192)));
+}
+
 }  // namespace test_stale_model
