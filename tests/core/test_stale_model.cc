@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -195,6 +196,25 @@ TEST_CASE("Stale detection matches the reference model with each semispace a spa
     for (std::uint32_t k : {1u, 3u}) run_model(seed, k, true);
 }
 
+// A profiler for a runtime that breaks the hook protocol (no hook checks: it cannot tell), on
+// `heap`, reporting its leaks into `got`: GC_K = 2 alone, objects of 256 bytes and more tracked,
+// sites 1 and 2, type 1.
+std::unique_ptr<Profiler> unchecked_profiler(FakeHeap& heap, std::vector<LeakReport>& got) {
+  ProfilerOptions o;
+  o.stale_after_epochs = 2;
+  o.stale_after_bytes = 0;
+  o.min_tracked_size = 256;
+  o.default_leak_printer = false;
+  o.check_hooks = false;
+  o.on_leak = [&got](const LeakReport& r) { got.push_back(r); };
+  auto prof = std::move(*Profiler::create(std::move(o)));
+  REQUIRE(prof->add_space(heap.space()).ok());
+  REQUIRE(prof->define_type({1, "Obj", 0, false}).ok());
+  REQUIRE(prof->define_site({1, 0, "first", 0}).ok());
+  REQUIRE(prof->define_site({2, 0, "second", 0}).ok());
+  return prof;
+}
+
 // A runtime that reuses a tracked object's memory without reporting its free (a protocol
 // violation the profiler cannot see without check_hooks): the object placed there later wins,
 // and the one it replaced is neither reported nor tracked twice, whether the next GCs move it
@@ -204,18 +224,7 @@ TEST_CASE("Stale detection: memory reused without a free keeps only the newer ob
     INFO((moving ? "moving" : "non-moving") << " GCs after the reuse");
     FakeHeap heap(1 << 16);
     std::vector<LeakReport> got;
-    ProfilerOptions o;
-    o.stale_after_epochs = 2;
-    o.stale_after_bytes = 0;
-    o.min_tracked_size = 256;
-    o.default_leak_printer = false;
-    o.check_hooks = false;
-    o.on_leak = [&](const LeakReport& r) { got.push_back(r); };
-    auto prof = std::move(*Profiler::create(std::move(o)));
-    REQUIRE(prof->add_space(heap.space()).ok());
-    REQUIRE(prof->define_type({1, "Obj", 0, false}).ok());
-    REQUIRE(prof->define_site({1, 0, "old", 0}).ok());
-    REQUIRE(prof->define_site({2, 0, "new", 0}).ok());
+    auto prof = unchecked_profiler(heap, got);
     ThreadState& thread = **prof->attach_thread(1, "mutator");
     prof->on_alloc(thread, 1, 1, heap.at(0), 512);
     prof->on_alloc(thread, 1, 1, heap.at(4096), 512);  // a neighbour that stays honest
@@ -253,18 +262,7 @@ TEST_CASE("Stale detection: two survivors moved onto one place keep only the lat
   INFO((onto_stayer ? "onto an object that stayed" : "two moves onto one place"));
   FakeHeap heap(1 << 16);
   std::vector<LeakReport> got;
-  ProfilerOptions o;
-  o.stale_after_epochs = 2;
-  o.stale_after_bytes = 0;
-  o.min_tracked_size = 256;
-  o.default_leak_printer = false;
-  o.check_hooks = false;
-  o.on_leak = [&](const LeakReport& r) { got.push_back(r); };
-  auto prof = std::move(*Profiler::create(std::move(o)));
-  REQUIRE(prof->add_space(heap.space()).ok());
-  REQUIRE(prof->define_type({1, "Obj", 0, false}).ok());
-  REQUIRE(prof->define_site({1, 0, "first", 0}).ok());
-  REQUIRE(prof->define_site({2, 0, "second", 0}).ok());
+  auto prof = unchecked_profiler(heap, got);
   ThreadState& thread = **prof->attach_thread(1, "mutator");
   prof->on_alloc(thread, 1, 1, heap.at(0), 512);
   prof->on_alloc(thread, 2, 1, heap.at(1024), 512);
