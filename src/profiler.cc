@@ -427,7 +427,6 @@ void Profiler::write_header_once() {
   std::call_once(state_->header_once, [this] {
     state_->frozen.store(true);
     state_->tracker.set_spaces(state_->spaces);
-    alloc_starts_ = state_->tracker.alloc_starts();
     if (state_->checker) state_->checker->set_spaces(state_->spaces);
     if (state_->spaces.size() == 1) {
       space_begin_ = state_->spaces[0].begin();
@@ -599,8 +598,10 @@ void Profiler::track_alloc(ThreadState& thread, std::uint32_t site, std::uint32_
     // young records once more before the pass that drops most of them. Inside one (a sweep
     // running between mutator steps) the collector still uses the bits; the record is claimed
     // at the next gc_begin (it joins the prefix of unclaimed records: those of this bracket).
-    if (alloc_starts_ != nullptr && !in_gc_.load(std::memory_order_acquire)) [[likely]] {
-      internal::StaleTracker::claim_at_alloc(alloc_starts_, g, state_->tracker.alloc_conflict());
+    internal::StaleTracker& tracker = state_->tracker;
+    if (std::uint64_t* starts = tracker.alloc_starts(); starts != nullptr && !in_gc_.load(std::memory_order_acquire))
+        [[likely]] {
+      internal::StaleTracker::claim_at_alloc(starts, g, tracker.alloc_conflict());
     } else {
       // Claimed records never come before unclaimed ones (gc_begin takes every thread's
       // records); if they did, claiming them twice would only cost a conflict the index

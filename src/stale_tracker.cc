@@ -175,12 +175,10 @@ int StaleTracker::space_of(Address a) const noexcept {
 }
 
 std::uint64_t StaleTracker::add_records(std::span<const TrackedRecord> records) {
-  if (records.empty() || spaces_.size() != 1) return 0;
-  std::vector<TrackedRecord>& t = tables_[0];
-  const std::size_t old = t.size();
-  t.insert(t.end(), records.begin(), records.end());
-  claim_from(0, old);
-  return records.size();
+  const std::size_t old = tables_.empty() ? 0 : tables_[0].size();
+  const std::uint64_t added = add_claimed_records(records);
+  if (added != 0) claim_from(0, old);
+  return added;
 }
 
 std::uint64_t StaleTracker::add_claimed_records(std::span<const TrackedRecord> records) {

@@ -178,6 +178,12 @@ void flush_frees(Vm& vm) {
   vm.ndead = 0;
 }
 
+// One death into the batch; a full batch goes to the profiler.
+inline void add_dead(Vm& vm, Address addr) {
+  vm.dead[vm.ndead++] = addr;
+  if (vm.ndead == Vm::kFreeBatch) [[unlikely]] flush_frees(vm);
+}
+
 // Type ids are Lua's variant tags (o->tt).
 struct TypeName { int tag; const char* name; };
 constexpr TypeName kTypes[] = {
@@ -537,8 +543,7 @@ namespace {
     vm.prof->on_free(addr);
     return;
   }
-  vm.dead[vm.ndead++] = addr;
-  if (vm.ndead == Vm::kFreeBatch) flush_frees(vm);
+  add_dead(vm, addr);
 }
 
 }  // namespace
@@ -554,8 +559,7 @@ void on_free(lua_State* L, GCObject* o) {
     on_free_slow(*vm, o);
     return;
   }
-  vm->dead[vm->ndead++] = reinterpret_cast<Address>(o);
-  if (vm->ndead == Vm::kFreeBatch) [[unlikely]] flush_frees(*vm);
+  add_dead(*vm, reinterpret_cast<Address>(o));
 }
 
 namespace {

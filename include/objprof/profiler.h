@@ -384,7 +384,6 @@ class Profiler {
   Address space_begin_ = 0;
   std::uint64_t space_bytes_ = 0;
   const BarrierDescriptor* space_desc_ = nullptr;  // the only space's, for mark_on_alloc
-  std::uint64_t* alloc_starts_ = nullptr;           // the stale tracker's start bits (track_alloc)
   std::uint32_t space_log2_granule_ = 3;           // the only space's granule, for track_alloc
   std::atomic<std::uint64_t> epoch_{0};
   std::atomic<bool> in_gc_{false};
