@@ -148,6 +148,10 @@ void BM_GlobalPassReused(benchmark::State& state) { run_reused_shapes(state, obj
 void BM_GlobalPassReusedAsGiven(benchmark::State& state) {
   run_reused_shapes(state, objprof::ir::ElimOptions::Layout::kAsGiven);
 }
+// And laid out always (kRpo), also where kAuto declines: what the layout would gain there.
+void BM_GlobalPassReusedRpo(benchmark::State& state) {
+  run_reused_shapes(state, objprof::ir::ElimOptions::Layout::kRpo);
+}
 
 void BM_GlobalPassReusedFromFunction(benchmark::State& state) {
   const auto blocks = static_cast<std::uint32_t>(state.range(0));
@@ -211,6 +215,7 @@ BENCHMARK(BM_GlobalPass)->Apply(sizes);
 BENCHMARK(BM_GlobalPassFromShape)->Apply(sizes);
 BENCHMARK(BM_GlobalPassReused)->Apply(sizes);
 BENCHMARK(BM_GlobalPassReusedAsGiven)->Apply(sizes);
+BENCHMARK(BM_GlobalPassReusedRpo)->Apply(sizes);
 BENCHMARK(BM_GlobalPassReusedFromFunction)->Apply(sizes);
 BENCHMARK(BM_PaperPass)->Apply(sizes);
 BENCHMARK(BM_SsaOnly)->Apply(sizes);

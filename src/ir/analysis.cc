@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <numeric>
 #include <unordered_set>
 
 namespace objprof::ir {
@@ -108,8 +109,42 @@ Status verify_function(const Function& f, const Module* module) {
 
 // ---- CFG ----------------------------------------------------------------------------------
 
+namespace {
+
+// cfg.rpo := the blocks reachable from the entry, in reverse post-order of an iterative DFS that
+// takes each block's successors in order.
+void dfs_rpo(Cfg& cfg, CfgScratch& scratch) {
+  const std::size_t n = cfg.succs.size();
+  auto& post = scratch.post;
+  post.clear();
+  post.reserve(n);
+  auto& seen = scratch.seen;
+  seen.assign(n, 0);
+  auto& stack = scratch.stack;
+  stack.clear();
+  stack.emplace_back(0, 0);
+  seen[0] = 1;
+  while (!stack.empty()) {
+    auto& [b, next] = stack.back();
+    auto succs = cfg.succs[b];
+    if (next < succs.size()) {
+      BlockId s = succs[next++];
+      if (!seen[s]) {
+        seen[s] = 1;
+        stack.emplace_back(s, 0);
+      }
+    } else {
+      post.push_back(b);
+      stack.pop_back();
+    }
+  }
+  cfg.rpo.assign(post.rbegin(), post.rend());
+}
+
+}  // namespace
+
 // The CFG from raw successor lists (as a terminator or a VM lists them, duplicates allowed).
-void run_cfg(const Adjacency& raw, Cfg& cfg, CfgScratch& scratch) {
+void run_cfg(const Adjacency& raw, Cfg& cfg, CfgScratch& scratch, BlockId known_rpo) {
   const std::size_t n = raw.size();
   cfg.rpo_index.assign(n, kNoBlock);
   cfg.rpo.clear();
@@ -147,31 +182,12 @@ void run_cfg(const Adjacency& raw, Cfg& cfg, CfgScratch& scratch) {
     }
   }
   if (n == 0) return;
-  // Iterative DFS post-order from the entry.
-  auto& post = scratch.post;
-  post.clear();
-  post.reserve(n);
-  auto& seen = scratch.seen;
-  seen.assign(n, 0);
-  auto& stack = scratch.stack;
-  stack.clear();
-  stack.emplace_back(0, 0);
-  seen[0] = 1;
-  while (!stack.empty()) {
-    auto& [b, next] = stack.back();
-    auto succs = cfg.succs[b];
-    if (next < succs.size()) {
-      BlockId s = succs[next++];
-      if (!seen[s]) {
-        seen[s] = 1;
-        stack.emplace_back(s, 0);
-      }
-    } else {
-      post.push_back(b);
-      stack.pop_back();
-    }
+  if (known_rpo != kNoBlock) {
+    cfg.rpo.resize(known_rpo);
+    std::iota(cfg.rpo.begin(), cfg.rpo.end(), BlockId{0});
+  } else {
+    dfs_rpo(cfg, scratch);
   }
-  cfg.rpo.assign(post.rbegin(), post.rend());
   for (std::uint32_t i = 0; i < cfg.rpo.size(); ++i) cfg.rpo_index[cfg.rpo[i]] = i;
   for (BlockId b = 0; b < n; ++b) {
     if (!cfg.reachable(b)) {
@@ -501,6 +517,10 @@ void FunctionAnalyses::reset(const FunctionShape& shape) {
   f_ = nullptr;
   shape_ptr_ = &shape;
 }
+void FunctionAnalyses::reset_in_rpo(const FunctionShape& shape, std::uint32_t num_reachable) {
+  reset(shape);
+  known_rpo_ = num_reachable;
+}
 
 const FunctionShape& FunctionAnalyses::shape() {
   if (shape_ptr_ == nullptr) {
@@ -511,7 +531,7 @@ const FunctionShape& FunctionAnalyses::shape() {
 }
 const Cfg& FunctionAnalyses::cfg() {
   if ((valid_ & kCfgValid) == 0) {
-    run_cfg(shape().succs, cfg_, scratch_->cfg);
+    run_cfg(shape().succs, cfg_, scratch_->cfg, known_rpo_);
     valid_ |= kCfgValid;
   }
   return cfg_;
@@ -540,6 +560,7 @@ const SsaForm& FunctionAnalyses::ssa() {
 AnalysisScratch& FunctionAnalyses::scratch() { return *scratch_; }
 void FunctionAnalyses::invalidate() {
   valid_ = 0;
+  known_rpo_ = kNoBlock;
   if (shape_ptr_ == &own_shape_) shape_ptr_ = nullptr;
 }
 

@@ -89,7 +89,10 @@ struct AnalysisScratch {
 };
 
 // The analyses into existing results, reusing their storage and `scratch`'s.
-void run_cfg(const CsrLists<BlockId>& raw_succs, Cfg& out, CfgScratch& scratch);
+// `known_rpo`: the caller knows that blocks [0, known_rpo) are the reachable ones, in reverse
+// post-order, and the others unreachable (a shape laid out by lay_out_in_rpo), so the
+// depth-first walk is skipped; kNoBlock: walk.
+void run_cfg(const CsrLists<BlockId>& raw_succs, Cfg& out, CfgScratch& scratch, BlockId known_rpo = kNoBlock);
 void run_dominators(const Cfg& cfg, DomTree& out, DominatorScratch& scratch);
 void run_frontiers(const Cfg& cfg, const DomTree& dt, DominanceFrontiers& out, FrontierScratch& scratch);
 void run_ssa(const FunctionShape& shape, const Cfg& cfg, const DomTree& dt, const DominanceFrontiers& df, SsaForm& out,

@@ -282,7 +282,7 @@ bool GlobalElimPass::run(FunctionAnalyses& am, ElimResult* out) {
       FunctionAnalyses::Binding original;
       ~Rebind() { am.rebind(original); }
     } rebind{am, am.binding()};
-    am.reset(layout.shape);
+    am.reset_in_rpo(layout.shape, layout.num_reachable);
     return GlobalSolver(am, options_, out, scratch.decision_first.data()).run();
   }
   mark_unreachable(am.cfg().unreachable, *out);

@@ -190,6 +190,10 @@ class FunctionAnalyses {
     const Function* function;
     const FunctionShape* shape;
   };
+  // Binds the manager to such a copy whose blocks [0, num_reachable) are its reachable blocks
+  // in reverse post-order and the others unreachable, as the RPO layout makes them: its CFG is
+  // then built without a depth-first walk. A wrong count gives wrong analyses.
+  void reset_in_rpo(const FunctionShape& shape, std::uint32_t num_reachable);
   Binding binding() const { return {f_, shape_ptr_}; }
   void rebind(Binding b) {
     invalidate();
@@ -202,6 +206,7 @@ class FunctionAnalyses {
   const Function* f_ = nullptr;
   const FunctionShape* shape_ptr_ = nullptr;  // the caller's shape, or &own_shape_ once derived
   std::uint8_t valid_ = 0;
+  BlockId known_rpo_ = kNoBlock;  // reset_in_rpo's count until the next reset or invalidate
   FunctionShape own_shape_;
   Cfg cfg_;
   DomTree dt_;
