@@ -221,7 +221,8 @@ BENCHMARK(BM_PaperPass)->Apply(sizes);
 BENCHMARK(BM_SsaOnly)->Apply(sizes);
 BENCHMARK(BM_Stage)
     ->ArgsProduct({{1000, 100000},
-                   {static_cast<int>(CfgShape::kStructured), static_cast<int>(CfgShape::kUnstructured)},
+                   {static_cast<int>(CfgShape::kStructured), static_cast<int>(CfgShape::kUnstructured),
+                    static_cast<int>(CfgShape::kMixed)},
                    {kShape, kCfg, kDominators, kFrontiers, kSsa, kSolve}})
     ->ArgNames({"blocks", "shape", "stage"})
     ->Unit(benchmark::kMicrosecond);
