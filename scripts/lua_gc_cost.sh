@@ -13,6 +13,12 @@ if ((${#programs[@]} == 0)); then
 fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+# Both interpreters run as "$work/X/lua": Lua keeps argv[0] in its `arg` table, so paths of
+# different lengths would shift when the collector runs.
+bin="$(cd "$bin" && pwd)"
+mkdir "$work/s" "$work/o"
+ln -s "$bin/lua-stock" "$work/s/lua"
+ln -s "$bin/objprof-lua" "$work/o/lua"
 gc_ir() {  # inclusive Ir of the collector's entry points in a callgrind profile
   callgrind_annotate --inclusive=yes "$1" 2>/dev/null |
     awk '/luaC_step\(|luaC_fullgc\(/ { gsub(",", "", $1); s += $1 } END { print s + 0 }'
@@ -23,7 +29,9 @@ for p in "${programs[@]}"; do
   name="${p%%:*}"
   arg="${p#*:}"
   for v in lua-stock objprof-lua; do
-    OBJPROF_LUA_REPORT=0 valgrind --tool=callgrind --callgrind-out-file="$work/$v.out" "$bin/$v" "bench/lua/$name.lua" "$arg" \
+    exe="$work/s/lua"
+    [[ $v == objprof-lua ]] && exe="$work/o/lua"
+    OBJPROF_LUA_REPORT=0 valgrind --tool=callgrind --callgrind-out-file="$work/$v.out" "$exe" "bench/lua/$name.lua" "$arg" \
       >/dev/null 2>"$work/$v.err"
   done
   sg="$(gc_ir "$work/lua-stock.out")"
@@ -31,5 +39,6 @@ for p in "${programs[@]}"; do
   st="$(total_ir "$work/lua-stock.out")"
   ot="$(total_ir "$work/objprof-lua.out")"
   awk -v n="$name" -v sg="$sg" -v og="$og" -v st="$st" -v ot="$ot" \
-    'BEGIN { printf "%-16s %14d %14d %7.3fx   %14d %14d %7.3fx\n", n, sg, og, og / sg, st, ot, ot / st }'
+    'BEGIN { r = sg > 0 ? sprintf("%7.3fx", og / sg) : "      -"  # no collection ran
+             printf "%-16s %14d %14d %s   %14d %14d %7.3fx\n", n, sg, og, r, st, ot, ot / st }'
 done

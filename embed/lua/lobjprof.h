@@ -3,12 +3,11 @@
 // luai_objprof_* macros that objprof-hooks.patch places in Lua; without it they are no-ops.
 //
 // Where the barrier's state lives: in Lua's own per-VM structure. The patch adds one field to
-// global_State (luai_objprof_gfield) holding the last-accessed-object caches themselves (objprof
-// BarrierSlots, one for calls of closures and one for every other access: Lua runs one OS thread
-// per state, its coroutines included) and the space's BarrierDescriptor; an access is objprof's
-// inline C++ barrier on them, a hit one load from the global_State the interpreter already has.
-// objprof does not know the slots, so the glue resets them where the profiler resets its own
-// caches (gc_begin, gc_end). Before the profiler is
+// global_State (luai_objprof_gfield) holding the last-accessed-object cache of calls of closures
+// (an objprof BarrierSlot: Lua runs one OS thread per state, its coroutines included) and the
+// space's BarrierDescriptor; an access is objprof's inline C++ barrier on them. objprof does not
+// know the slot, so the glue resets it where the profiler resets its own caches (gc_begin,
+// gc_end). Every other access marks without a cache (see access()). Before the profiler is
 // attached (and after lua_close has started) the descriptor is an empty space: nothing is
 // marked. Everything else is an out-of-line call into objprof_lua.cc.
 #ifndef lobjprof_h
@@ -33,10 +32,8 @@ struct Vm;
 
 // The field the patch adds to global_State.
 struct GlobalHook {
-  objprof::BarrierSlot slot;  // the cache, first: the barrier's hit path reads only this
-  // Calls of Lua closures have a cache of their own: a loop that calls a closure and accesses a
-  // table (`a(i, j) * x[j]`, a method call on `self`, a recursion that builds tables) would
-  // otherwise evict one with the other on every turn and take the marking path twice.
+  // The cache of calls of Lua closures, first: the barrier's hit path reads only this. A loop
+  // calls one closure many times (`a(i, j)` in spectral_norm, a recursion), so calls hit.
   objprof::BarrierSlot call_slot;
   const objprof::BarrierDescriptor* space;
   Vm* vm;  // null: objprof is not (or no longer) attached to this state
@@ -78,14 +75,22 @@ void on_resumed(lua_State* from);                        // the resumer continue
 void on_framewrite(lua_State* L, const TValue* v);        // a write into another frame's register
 void check_unbarriered(lua_State* L, const GCObject* o);  // objprof-lua-check: o must be marked
 
+// Tables, strings, userdata and threads: the bit is set on every access, with no cache. Code
+// that alternates between a few tables (`perm[i]` and `perm1[i]` in fannkuch, `self` and a
+// packet in richards) misses a one-entry cache on most accesses, and the compare's branch then
+// mispredicts, which costs more than the byte store it would save: without the cache fannkuch
+// runs 1.10-1.19x stock Lua instead of 1.25-1.32x, richards 1.16x instead of 1.20x, though both
+// execute more instructions (docs/results.md, "A cache for calls only").
+using AccessBarrier = objprof::BarrierPolicy<false, objprof::MarkMode::kRacy>;
 OBJPROF_ALWAYS_INLINE void access(GlobalHook& hook, const void* obj) noexcept {
 #if defined(LUA_OBJPROF_CHECK)
   ++hook.barriers;
 #endif
-  objprof::access<objprof::DefaultBarrier>(hook.slot, *hook.space, reinterpret_cast<objprof::Address>(obj));
+  // A policy without a cache neither reads nor writes the slot it is given.
+  objprof::access<AccessBarrier>(hook.call_slot, *hook.space, reinterpret_cast<objprof::Address>(obj));
 }
 
-// A call's access of the closure it calls: the barrier on the calls' own cache.
+// A call's access of the closure it calls: the barrier with the calls' cache.
 OBJPROF_ALWAYS_INLINE void access_call(GlobalHook& hook, const void* closure) noexcept {
 #if defined(LUA_OBJPROF_CHECK)
   ++hook.barriers;
@@ -94,10 +99,7 @@ OBJPROF_ALWAYS_INLINE void access_call(GlobalHook& hook, const void* closure) no
 }
 
 // The bitmap was cleared, or memory freed: the next access of anything must mark again.
-inline void reset_caches(GlobalHook& hook) noexcept {
-  hook.slot.reset();
-  hook.call_slot.reset();
-}
+inline void reset_caches(GlobalHook& hook) noexcept { hook.call_slot.reset(); }
 
 }  // namespace objprof_lua
 

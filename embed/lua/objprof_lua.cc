@@ -469,8 +469,7 @@ Alloc allocator(Alloc) noexcept { return &vm_alloc; }
 void* allocator_ud(void*) { return create_vm(); }
 
 void init(GlobalHook& hook, Alloc frealloc, void* ud) noexcept {
-  new (&hook.slot) objprof::BarrierSlot();  // global_State is raw memory from the allocator
-  new (&hook.call_slot) objprof::BarrierSlot();
+  new (&hook.call_slot) objprof::BarrierSlot();  // global_State is raw memory from the allocator
   if (frealloc == &vm_alloc) {
     Vm* vm = static_cast<Vm*>(ud);
     hook.vm = vm;
