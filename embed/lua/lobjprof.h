@@ -79,8 +79,8 @@ void check_unbarriered(lua_State* L, const GCObject* o);  // objprof-lua-check: 
 // that alternates between a few tables (`perm[i]` and `perm1[i]` in fannkuch, `self` and a
 // packet in richards) misses a one-entry cache on most accesses, and the compare's branch then
 // mispredicts, which costs more than the byte store it would save: without the cache fannkuch
-// runs 1.10-1.19x stock Lua instead of 1.25-1.32x, richards 1.16x instead of 1.20x, though both
-// execute more instructions (docs/results.md, "A cache for calls only").
+// runs 1.10-1.19x stock Lua instead of 1.24-1.32x, richards 1.15-1.18x instead of 1.18-1.22x,
+// though both execute more instructions (docs/results.md, "A cache for calls only").
 using AccessBarrier = objprof::BarrierPolicy<false, objprof::MarkMode::kRacy>;
 OBJPROF_ALWAYS_INLINE void access(GlobalHook& hook, const void* obj) noexcept {
 #if defined(LUA_OBJPROF_CHECK)
