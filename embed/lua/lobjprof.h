@@ -86,8 +86,7 @@ OBJPROF_ALWAYS_INLINE void access(GlobalHook& hook, const void* obj) noexcept {
 #if defined(LUA_OBJPROF_CHECK)
   ++hook.barriers;
 #endif
-  // A policy without a cache neither reads nor writes the slot it is given.
-  objprof::access<AccessBarrier>(hook.call_slot, *hook.space, reinterpret_cast<objprof::Address>(obj));
+  objprof::access<AccessBarrier>(*hook.space, reinterpret_cast<objprof::Address>(obj));
 }
 
 // A call's access of the closure it calls: the barrier with the calls' cache.

@@ -135,6 +135,16 @@ OBJPROF_ALWAYS_INLINE void access(std::atomic<Address>& cache, BarrierCounters& 
   internal::access<Policy>(fields, space, obj);
 }
 
+// ... or with no cache at all, for a policy without one: every access sets its bit, so there is
+// nothing to keep between accesses (a VM whose code alternates between objects may measure this
+// cheaper than a cache whose compare mispredicts: docs/embedding.md, section 4).
+template <class Policy>
+OBJPROF_ALWAYS_INLINE void access(const BarrierDescriptor& space, Address obj) noexcept {
+  static_assert(!Policy::kCache && !Policy::kCount, "a cached or counting policy needs a cache: access<Policy>(slot, space, obj)");
+  struct NoCache {} none;  // the barrier reads no member of it without kCache or kCount
+  internal::access<Policy>(none, space, obj);
+}
+
 // Dispatch helper for tools that pick the variant at run time (the sim's --barrier option).
 struct BarrierConfig {
   bool cache = true;

@@ -75,6 +75,38 @@ TEST_CASE("Barrier without cache marks on every access", "[core][barrier]") {
   CHECK(f.bitmap->test(a));
 }
 
+TEST_CASE("Barrier with no cache at all marks what the cacheless ThreadState barrier marks", "[core][barrier]") {
+  FakeHeap heap(1 << 16);
+  std::vector<Address> seq;
+  std::uint64_t x = 0x2545F4914F6CDD1Dull;
+  for (int i = 0; i < 4000; ++i) {
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    seq.push_back(i % 13 == 0 ? 0 : heap.space().begin() - 64 + x % 70000);  // null, below, in, above
+  }
+  for (MarkMode m : {MarkMode::kRacy, MarkMode::kAtomic, MarkMode::kAtomicTestFirst, MarkMode::kBuffered}) {
+    INFO("mark " << mark_mode_name(m));
+    auto thread_bm = AccessBitmap::create(heap.space());
+    auto bare_bm = AccessBitmap::create(heap.space());
+    REQUIRE((thread_bm.ok() && bare_bm.ok()));
+    ThreadState t(1, "t");
+    with_barrier_policy(BarrierConfig{false, m, false}, [&](auto policy) {
+      using P = decltype(policy);
+      // The dispatch instantiates every combination; only the cacheless, uncounted one runs.
+      if constexpr (!P::kCache && !P::kCount) {
+        for (Address a : seq) {
+          access<P>(t, **thread_bm, a);
+          access<P>((*bare_bm)->descriptor(), a);
+        }
+      }
+    });
+    t.pending_marks.merge();  // buffered marks land in the bitmap at the epoch's end
+    CHECK((*bare_bm)->count() > 0);
+    CHECK((*bare_bm)->count() == (*thread_bm)->count());
+    CHECK(std::memcmp((*thread_bm)->descriptor().bitmap.load(), (*bare_bm)->descriptor().bitmap.load(),
+                      (*thread_bm)->size_bytes()) == 0);
+  }
+}
+
 TEST_CASE("Every barrier variant marks the same granules as a reference model", "[core][barrier]") {
   // Differential: all 6 policies against a plain set of addresses, on one random sequence.
   std::vector<std::size_t> offsets;
