@@ -861,12 +861,14 @@ void Profiler::on_free_batch(std::span<const Address> addrs) {
   ProfilerState& st = *state_;
   auto& local = collector_local(st);
   EventBuffer* b = collector_buffer(st, local);
-  if (!st.checker && !b) {
-    // No shadow to update and no record to write: if every address is in a space (the usual
-    // case), counting and the tracker's filter are all there is, in one loop each.
+  if (!st.checker) {
+    // No shadow to update: if every address is in a space (the usual case), the records (with
+    // a trace), the count and the tracker's filter are all there is, in one loop each.
     bool valid = true;
     for (Address addr : addrs) valid &= in_spaces(addr, 0);
     if (valid) {
+      if (b)
+        for (Address addr : addrs) b->free(addr);
       local.frees_seen += addrs.size();
       st.tracker.filter_starts(addrs, local.frees);
       return;

@@ -46,6 +46,33 @@ class Cursor {
     return s;
   }
   const std::uint8_t* take(std::size_t n, const char* what) { need(n, what); auto* q = p_; p_ += n; return q; }
+  // Unsigned LEB128: at most kMaxUvarBytes bytes and 64 bits.
+  std::uint64_t uvar(const char* what) {
+    std::uint64_t v = 0;
+    for (unsigned shift = 0;; shift += 7) {
+      if (p_ == end_) throw DecodeError{fmt::format("{} runs past the end of its chunk at payload offset {}", what, offset())};
+      const std::uint8_t b = *p_++;
+      if (shift == 63 && b > 1) throw DecodeError{fmt::format("{} does not fit 64 bits (payload offset {})", what, offset() - 1)};
+      v |= std::uint64_t{b & 0x7Fu} << shift;
+      if (!(b & 0x80)) return v;
+    }
+  }
+  std::uint32_t uvar32(const char* what) {
+    const std::uint64_t v = uvar(what);
+    if (v > 0xFFFF'FFFFu) throw DecodeError{fmt::format("{} {} does not fit 32 bits", what, v)};
+    return static_cast<std::uint32_t>(v);
+  }
+  // A packed address relative to `prev`, which becomes it (trace_format.h, "Packed records").
+  std::uint64_t addr(std::uint64_t& prev, const char* what) {
+    const std::uint64_t v = uvar(what);
+    if (v & 1) {
+      if (v != 1) throw DecodeError{fmt::format("{} has the odd delta code {} (only 1, an absolute address, is odd)", what, v)};
+      prev = u64(what);
+    } else {
+      prev += static_cast<std::uint64_t>(unzigzag(v >> 1)) << 3;
+    }
+    return prev;
+  }
 
  private:
   const std::uint8_t* p_;
@@ -65,6 +92,7 @@ class Decoder {
     if (ended_) throw DecodeError{"chunk after the end record"};
     Context ctx{stream, epoch};
     Cursor c(payload, n);
+    prev_addr_ = prev_to_ = 0;  // packed addresses are deltas within one chunk
     while (!c.done()) {
       record(c, ctx);
       ++sum.records;
@@ -142,33 +170,33 @@ class Decoder {
       }
       case Tag::kThreadEnd: v_.thread_end(c.u32("thread id")); break;
       case Tag::kAlloc: {
-        if (!ctx.is_thread()) throw DecodeError{fmt::format("alloc record in non-thread stream {}", ctx.stream)};
         AllocEvent a;
-        a.thread = ctx.thread();
         a.site = c.u32("alloc site");
         a.type = c.u32("alloc type");
         a.addr = c.u64("alloc address");
         a.size = c.u64("alloc size");
-        a.epoch = ctx.epoch;
-        a.bytes_clock = bytes_clock_;
-        if (a.addr == 0) throw DecodeError{"alloc at address 0"};
-        if (a.size > kMaxObjectBytes)
-          throw DecodeError{fmt::format("alloc at {:#x} has size {}, above the {} byte limit", a.addr, a.size, kMaxObjectBytes)};
-        check_in_space("alloc", "address", a.addr, a.size);
-        if (a.size > kMaxBytesAllocated - bytes_clock_)
-          throw DecodeError{fmt::format("alloc of {} bytes takes bytes allocated past the {} byte limit", a.size, kMaxBytesAllocated)};
-        bytes_clock_ += a.size;
-        v_.alloc(a);
+        alloc(a, ctx);
+        break;
+      }
+      case Tag::kAllocPacked: {
+        packed_since_v5("alloc");
+        AllocEvent a;
+        a.site = c.uvar32("alloc site");
+        a.type = c.uvar32("alloc type");
+        a.addr = c.addr(prev_addr_, "alloc address");
+        a.size = c.uvar("alloc size");
+        alloc(a, ctx);
         break;
       }
       case Tag::kMove: {
-        MoveEvent m;
-        m.from = c.u64("move from");
-        m.to = c.u64("move to");
-        m.epoch = ctx.epoch;
-        check_in_space("move", "from address", m.from, 0);
-        check_in_space("move", "to address", m.to, 0);
-        v_.move(m);
+        const std::uint64_t from = c.u64("move from");
+        move(from, c.u64("move to"), ctx);
+        break;
+      }
+      case Tag::kMovePacked: {
+        packed_since_v5("move");
+        const std::uint64_t from = c.addr(prev_addr_, "move from");
+        move(from, c.addr(prev_to_, "move to"), ctx);
         break;
       }
       case Tag::kMoveRange: {
@@ -186,24 +214,21 @@ class Decoder {
       }
       case Tag::kResize: {
         if (version_ < 2) throw DecodeError{fmt::format("resize record in a version {} trace", version_)};
-        if (!ctx.is_thread()) throw DecodeError{fmt::format("resize record in non-thread stream {}", ctx.stream)};
-        ResizeEvent r;
-        r.thread = ctx.thread();
-        r.addr = c.u64("resize address");
-        r.bytes = c.u64("resize bytes");
-        r.epoch = ctx.epoch;
-        if (r.bytes > kMaxObjectBytes)
-          throw DecodeError{fmt::format("resize at {:#x} to {} bytes, above the {} byte limit", r.addr, r.bytes, kMaxObjectBytes)};
-        check_in_space("resize", "address", r.addr, 0);
-        v_.resize(r);
+        const std::uint64_t addr = c.u64("resize address");
+        resize(addr, c.u64("resize bytes"), ctx);
         break;
       }
-      case Tag::kFree: {
-        const std::uint64_t addr = c.u64("free address");
-        check_in_space("free", "address", addr, 0);
-        v_.free(FreeEvent{addr, ctx.epoch});
+      case Tag::kResizePacked: {
+        packed_since_v5("resize");
+        const std::uint64_t addr = c.addr(prev_addr_, "resize address");
+        resize(addr, c.uvar("resize bytes"), ctx);
         break;
       }
+      case Tag::kFree: free(c.u64("free address"), ctx); break;
+      case Tag::kFreePacked:
+        packed_since_v5("free");
+        free(c.addr(prev_addr_, "free address"), ctx);
+        break;
       case Tag::kFreeRange: {
         if (version_ < 4) throw DecodeError{fmt::format("free-range record in a version {} trace", version_)};
         FreeEvent f;
@@ -294,6 +319,53 @@ class Decoder {
     }
   }
 
+  void packed_since_v5(const char* record) const {
+    if (version_ < 5) throw DecodeError{fmt::format("packed {} record in a version {} trace", record, version_)};
+  }
+
+  void alloc(AllocEvent& a, const Context& ctx) {
+    if (!ctx.is_thread()) throw DecodeError{fmt::format("alloc record in non-thread stream {}", ctx.stream)};
+    a.thread = ctx.thread();
+    a.epoch = ctx.epoch;
+    a.bytes_clock = bytes_clock_;
+    if (a.addr == 0) throw DecodeError{"alloc at address 0"};
+    if (a.size > kMaxObjectBytes)
+      throw DecodeError{fmt::format("alloc at {:#x} has size {}, above the {} byte limit", a.addr, a.size, kMaxObjectBytes)};
+    check_in_space("alloc", "address", a.addr, a.size);
+    if (a.size > kMaxBytesAllocated - bytes_clock_)
+      throw DecodeError{fmt::format("alloc of {} bytes takes bytes allocated past the {} byte limit", a.size, kMaxBytesAllocated)};
+    bytes_clock_ += a.size;
+    v_.alloc(a);
+  }
+
+  void move(std::uint64_t from, std::uint64_t to, const Context& ctx) {
+    MoveEvent m;
+    m.from = from;
+    m.to = to;
+    m.epoch = ctx.epoch;
+    check_in_space("move", "from address", m.from, 0);
+    check_in_space("move", "to address", m.to, 0);
+    v_.move(m);
+  }
+
+  void resize(std::uint64_t addr, std::uint64_t bytes, const Context& ctx) {
+    if (!ctx.is_thread()) throw DecodeError{fmt::format("resize record in non-thread stream {}", ctx.stream)};
+    ResizeEvent r;
+    r.thread = ctx.thread();
+    r.addr = addr;
+    r.bytes = bytes;
+    r.epoch = ctx.epoch;
+    if (r.bytes > kMaxObjectBytes)
+      throw DecodeError{fmt::format("resize at {:#x} to {} bytes, above the {} byte limit", r.addr, r.bytes, kMaxObjectBytes)};
+    check_in_space("resize", "address", r.addr, 0);
+    v_.resize(r);
+  }
+
+  void free(std::uint64_t addr, const Context& ctx) {
+    check_in_space("free", "address", addr, 0);
+    v_.free(FreeEvent{addr, ctx.epoch});
+  }
+
   void path(Cursor& c) {
     if (version_ < 3) throw DecodeError{fmt::format("path record in a version {} trace", version_)};
     PathEvent p;
@@ -365,6 +437,7 @@ class Decoder {
   std::uint32_t version_ = kVersion;
   std::uint64_t epoch_ = 0;
   std::uint64_t bytes_clock_ = 0;
+  std::uint64_t prev_addr_ = 0, prev_to_ = 0;  // the current chunk's packed-address bases
   std::unordered_map<std::uint32_t, std::uint64_t> space_words_;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> words_;
 };
@@ -439,6 +512,7 @@ Result<ReadSummary> run(Source& src, Visitor& visitor) {
       }
       ++sum.chunks;
       sum.bytes += kChunkHeaderBytes + size;
+      visitor.chunk_end(kChunkHeaderBytes + size);
     }
     if (!dec.saw_header() && !sum.truncated) throw DecodeError{"trace has no header record"};
   } catch (DecodeError& e) {

@@ -33,6 +33,7 @@ void EventBuffer::flush() {
   if (pos_ == payload_) return;
   writer_->commit(storage_.get(), pending_bytes(), stream_);
   pos_ = payload_;
+  restart_deltas();
 }
 
 void EventBuffer::flush_for(std::size_t n) {

@@ -462,7 +462,7 @@ TEST_CASE("shared segment: foreign and corrupt segments give errors, never crash
 TEST_CASE("shared segment: a consumer drains a ring much smaller than the trace", "[shm]") {
   const std::string name = unique_name("drain");
   Remover rm{name};
-  constexpr int kEpochs = 20;  // ~25 KiB of trace through a 4 KiB ring
+  constexpr int kEpochs = 48;  // ~20 KiB of (packed) trace through a 4 KiB ring; the heap holds 51
   auto seg = SharedSegment::create(name, test_layout(4096));
   REQUIRE(seg.ok());
   auto consumer = SharedSegment::attach(name, SharedSegment::AttachMode::kConsume);

@@ -1,5 +1,5 @@
-// EventBuffer: one stream's chunk under construction. Hot records (alloc, move, free) are
-// appended inline with a bounds check and a few stores; when the chunk is full it is framed
+// EventBuffer: one stream's chunk under construction. Hot records (alloc, move, free, resize)
+// are appended inline, packed, with one bounds check; when the chunk is full it is framed
 // (length, CRC32C) and handed to the TraceWriter's sink. One buffer belongs to one thread.
 #pragma once
 
@@ -26,19 +26,22 @@ class EventBuffer {
   std::size_t pending_bytes() const noexcept { return static_cast<std::size_t>(pos_ - payload_); }
   std::size_t capacity() const noexcept { return static_cast<std::size_t>(end_ - payload_); }
 
-  // Each hot record is composed in a local packed struct and stored with one memcpy, so the
-  // compiler keeps pos_/end_ in registers instead of reloading them after every byte store.
+  // The hot records are written packed (trace_format.h, "Packed records"): varints, addresses
+  // as deltas from the chunk's previous one. Each reserves its largest size, writes through a
+  // local pointer (so pos_/end_ stay in registers) and then gives back what it did not use.
   OBJPROF_ALWAYS_INLINE void alloc(std::uint32_t site, std::uint32_t type, std::uint64_t addr, std::uint64_t size) {
-    struct __attribute__((packed)) Rec { std::uint8_t tag; std::uint32_t site, type; std::uint64_t addr, size; };
-    static_assert(sizeof(Rec) == trace::kAllocBytes);
-    const Rec r{static_cast<std::uint8_t>(trace::Tag::kAlloc), site, type, addr, size};
-    std::memcpy(reserve(sizeof r), &r, sizeof r);
+    std::uint8_t* p = room(trace::kMaxAllocPackedBytes);
+    *p++ = static_cast<std::uint8_t>(trace::Tag::kAllocPacked);
+    p = put_uvar(p, site);
+    p = put_uvar(p, type);
+    p = put_addr(p, addr, prev_addr_);
+    pos_ = put_uvar(p, size);
   }
   OBJPROF_ALWAYS_INLINE void move(std::uint64_t from, std::uint64_t to) {
-    struct __attribute__((packed)) Rec { std::uint8_t tag; std::uint64_t from, to; };
-    static_assert(sizeof(Rec) == trace::kMoveBytes);
-    const Rec r{static_cast<std::uint8_t>(trace::Tag::kMove), from, to};
-    std::memcpy(reserve(sizeof r), &r, sizeof r);
+    std::uint8_t* p = room(trace::kMaxMovePackedBytes);
+    *p++ = static_cast<std::uint8_t>(trace::Tag::kMovePacked);
+    p = put_addr(p, from, prev_addr_);
+    pos_ = put_addr(p, to, prev_to_);
   }
   OBJPROF_ALWAYS_INLINE void move_range(std::uint64_t from, std::uint64_t to, std::uint64_t bytes) {
     struct __attribute__((packed)) Rec { std::uint8_t tag; std::uint64_t from, to, bytes; };
@@ -47,10 +50,9 @@ class EventBuffer {
     std::memcpy(reserve(sizeof r), &r, sizeof r);
   }
   OBJPROF_ALWAYS_INLINE void free(std::uint64_t addr) {
-    struct __attribute__((packed)) Rec { std::uint8_t tag; std::uint64_t addr; };
-    static_assert(sizeof(Rec) == trace::kFreeBytes);
-    const Rec r{static_cast<std::uint8_t>(trace::Tag::kFree), addr};
-    std::memcpy(reserve(sizeof r), &r, sizeof r);
+    std::uint8_t* p = room(trace::kMaxFreePackedBytes);
+    *p++ = static_cast<std::uint8_t>(trace::Tag::kFreePacked);
+    pos_ = put_addr(p, addr, prev_addr_);
   }
   void free_range(std::uint64_t addr, std::uint64_t bytes) {
     struct __attribute__((packed)) Rec { std::uint8_t tag; std::uint64_t addr, bytes; };
@@ -60,10 +62,10 @@ class EventBuffer {
   }
 
   OBJPROF_ALWAYS_INLINE void resize(std::uint64_t addr, std::uint64_t bytes) {
-    struct __attribute__((packed)) Rec { std::uint8_t tag; std::uint64_t addr, bytes; };
-    static_assert(sizeof(Rec) == trace::kResizeBytes);
-    const Rec r{static_cast<std::uint8_t>(trace::Tag::kResize), addr, bytes};
-    std::memcpy(reserve(sizeof r), &r, sizeof r);
+    std::uint8_t* p = room(trace::kMaxResizePackedBytes);
+    *p++ = static_cast<std::uint8_t>(trace::Tag::kResizePacked);
+    p = put_addr(p, addr, prev_addr_);
+    pos_ = put_uvar(p, bytes);
   }
 
   // Generic record building for the rare records (definitions, GC, bitmap dumps).
@@ -76,6 +78,23 @@ class EventBuffer {
   // Strings longer than trace::kMaxString are cut to that length.
   static std::size_t string_bytes(std::string_view s) { return 2 + std::min(s.size(), trace::kMaxString); }
   static std::uint8_t* put_string(std::uint8_t* p, std::string_view s);
+  // Unsigned LEB128 (at most trace::kMaxUvarBytes bytes).
+  static OBJPROF_ALWAYS_INLINE std::uint8_t* put_uvar(std::uint8_t* p, std::uint64_t v) {
+    while (v >= 0x80) {
+      *p++ = static_cast<std::uint8_t>(v | 0x80);
+      v >>= 7;
+    }
+    *p++ = static_cast<std::uint8_t>(v);
+    return p;
+  }
+  // `addr` as a delta from `prev` (trace_format.h), which becomes `addr`.
+  static OBJPROF_ALWAYS_INLINE std::uint8_t* put_addr(std::uint8_t* p, std::uint64_t addr, std::uint64_t& prev) {
+    const std::uint64_t d = addr - prev;
+    prev = addr;
+    if (OBJPROF_LIKELY((d & 7) == 0)) return put_uvar(p, trace::zigzag(static_cast<std::int64_t>(d) >> 3) << 1);
+    *p = 1;
+    return put_u64(p + 1, addr);
+  }
 
   // Frames and writes the pending records as one chunk (no-op when empty).
   void flush();
@@ -87,7 +106,15 @@ class EventBuffer {
     pos_ += n;
     return p;
   }
+  // Makes room for a record of at most n bytes and returns where it goes; the caller sets
+  // pos_ past what it wrote.
+  OBJPROF_ALWAYS_INLINE std::uint8_t* room(std::size_t n) {
+    if (OBJPROF_UNLIKELY(static_cast<std::size_t>(end_ - pos_) < n)) flush_for(n);
+    return pos_;
+  }
   OBJPROF_NOINLINE void flush_for(std::size_t n);
+  // A new chunk starts: packed addresses are deltas within one chunk.
+  void restart_deltas() noexcept { prev_addr_ = prev_to_ = 0; }
 
   TraceWriter* writer_;
   std::uint32_t stream_;
@@ -95,6 +122,8 @@ class EventBuffer {
   std::uint8_t* payload_;
   std::uint8_t* pos_;
   std::uint8_t* end_;
+  std::uint64_t prev_addr_ = 0;  // the chunk's previous packed address (0 at its start)
+  std::uint64_t prev_to_ = 0;    // the chunk's previous move destination (0 at its start)
 };
 
 }  // namespace objprof

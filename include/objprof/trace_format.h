@@ -1,4 +1,4 @@
-// The objprof trace format, version 4: constants and record layouts shared by the writer
+// The objprof trace format, version 5: constants and record layouts shared by the writer
 // (event_buffer.h, trace_writer.h) and the reader (trace_reader.h). docs/trace-format.md is
 // the prose version of this file; keep the two in step.
 //
@@ -18,9 +18,11 @@
 namespace objprof::trace {
 
 inline constexpr char kMagic[8] = {'O', 'B', 'J', 'P', 'R', 'T', 'R', 'C'};
-inline constexpr std::uint32_t kVersion = 4;
+inline constexpr std::uint32_t kVersion = 5;
 // Version 1 is version 2 without resize records, version 2 is version 3 without path records,
-// version 3 is version 4 without free-range records; the reader reads all four.
+// version 3 is version 4 without free-range records, version 4 is version 5 without packed
+// records; the reader reads all five. The writer writes packed alloc, move, free and resize
+// records from version 5 on (the fixed ones stay readable).
 inline constexpr std::uint32_t kMinVersion = 1;
 inline constexpr std::size_t kPreambleBytes = 16;
 
@@ -61,9 +63,40 @@ enum class Tag : std::uint8_t {
   // Every object that starts in [addr, addr + bytes) died in this GC (a sweep's run of dead
   // cells as one record; the range may cover free memory too). u64 addr, u64 bytes (v4)
   kFreeRange = 18,
+  // Packed forms of the four hot records (v5): the same fields, as varints, with addresses as
+  // deltas from the chunk's previous address (see "Packed records" below).
+  kAllocPacked = 19,   // uvar site, uvar type, addr addr, uvar size     (thread = chunk stream)
+  kMovePacked = 20,    // addr from, to_addr to (delta from the chunk's previous move's `to`)
+  kFreePacked = 21,    // addr addr
+  kResizePacked = 22,  // addr addr, uvar bytes                          (thread = chunk stream)
 };
 
-inline constexpr std::uint8_t kMaxTag = 18;
+inline constexpr std::uint8_t kMaxTag = 22;
+
+// Packed records (version 5). Most objects are small and are allocated, resized and freed near
+// the previous one, so their records are a few bytes instead of 9–25.
+//   uvar  unsigned LEB128: 7 bits per byte, low group first, high bit set on all bytes but the
+//         last; at most 10 bytes, and bits above 64 must be zero.
+//   addr  an address as a delta from the chunk's previous address `prev` (0 at the start of
+//         every chunk, so each chunk decodes on its own): with d = addr - prev (mod 2^64),
+//         a multiple of 8 is uvar(zigzag(d / 8) << 1) (even); any other d is the byte 0x01
+//         followed by the address as a u64. Every packed record's address (a move's `from`)
+//         becomes the new `prev`.
+//   to    a move's destination, the same way but from the chunk's previous move destination
+//         (0 at the start of every chunk): a copying collector's destinations are consecutive.
+inline constexpr std::size_t kMaxUvarBytes = 10;
+inline constexpr std::size_t kMaxAddrBytes = 9;
+inline constexpr std::size_t kMaxAllocPackedBytes = 1 + 5 + 5 + kMaxAddrBytes + kMaxUvarBytes;
+inline constexpr std::size_t kMaxMovePackedBytes = 1 + 2 * kMaxAddrBytes;
+inline constexpr std::size_t kMaxFreePackedBytes = 1 + kMaxAddrBytes;
+inline constexpr std::size_t kMaxResizePackedBytes = 1 + kMaxAddrBytes + kMaxUvarBytes;
+
+constexpr std::uint64_t zigzag(std::int64_t v) noexcept {
+  return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);
+}
+constexpr std::int64_t unzigzag(std::uint64_t v) noexcept {
+  return static_cast<std::int64_t>(v >> 1) ^ -static_cast<std::int64_t>(v & 1);
+}
 // Strings are u16 length + bytes (no terminator).
 inline constexpr std::size_t kMaxString = 0xFFFF;
 
@@ -73,7 +106,7 @@ inline constexpr std::size_t kMaxString = 0xFFFF;
 inline constexpr std::uint64_t kMaxObjectBytes = std::uint64_t{1} << 48;
 inline constexpr std::uint64_t kMaxBytesAllocated = std::uint64_t{1} << 62;
 
-// Fixed record sizes (tag byte included) for the hot records.
+// Fixed record sizes (tag byte included) of the hot records' unpacked forms.
 inline constexpr std::size_t kAllocBytes = 1 + 4 + 4 + 8 + 8;
 inline constexpr std::size_t kMoveBytes = 1 + 8 + 8;
 inline constexpr std::size_t kMoveRangeBytes = 1 + 8 + 8 + 8;

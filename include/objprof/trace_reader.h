@@ -100,6 +100,9 @@ class Visitor {
   virtual void stale(const StaleEvent&) {}
   virtual void path(const PathEvent&) {}
   virtual void end(std::uint64_t /*epoch*/, std::uint64_t /*bytes_allocated*/) {}
+  // After the records of each whole chunk: the chunk's size in the file, header included
+  // (records are packed, so this is how a visitor knows how far into the file it is).
+  virtual void chunk_end(std::uint64_t /*chunk_bytes*/) {}
 };
 
 struct ReadSummary {

@@ -21,7 +21,7 @@ void Front::finish() {
   if (opt_.progress) opt_.progress(1.0);
 }
 
-void Front::advance(std::uint64_t bytes) {
+void Front::chunk_end(std::uint64_t bytes) {
   processed_ += bytes;
   if (opt_.progress && input_bytes_ > 0 && processed_ >= next_progress_) {
     next_progress_ = processed_ + std::max<std::uint64_t>(input_bytes_ / 200, 1 << 20);
@@ -110,7 +110,6 @@ void Front::add_progress(Thread& th, std::uint32_t epoch, std::uint64_t bytes) {
 void Front::alloc(const trace::AllocEvent& e) {
   ++a_.stats.allocs;
   clock_ = std::max(clock_, e.bytes_clock + e.size);
-  advance(trace::kAllocBytes);
   if (a_.objects.size() >= kNoIndex - 1) {
     too_many_objects_ = true;
     return;
@@ -136,7 +135,6 @@ void Front::alloc(const trace::AllocEvent& e) {
 void Front::move(const trace::MoveEvent& m) {
   if (m.range) ++a_.stats.move_ranges;
   else ++a_.stats.moves;
-  advance(m.range ? trace::kMoveRangeBytes : trace::kMoveBytes);
   Event& ev = m.range ? emit(Event::kRange) : emit_at(Event::kMove, m.from);
   if (!in_gc_) batch_->in_order = true;
   ev.id = op_seq_++;
@@ -148,14 +146,12 @@ void Front::move(const trace::MoveEvent& m) {
 void Front::free(const trace::FreeEvent& f) {
   if (f.range) {
     ++a_.stats.free_ranges;
-    advance(trace::kFreeRangeBytes);
     Event& ev = emit(Event::kFreeRange);
     ev.id = op_seq_++;
     ev.x = f.addr;
     ev.z = f.bytes;
   } else {
     ++a_.stats.frees;
-    advance(trace::kFreeBytes);
     emit_at(Event::kFree, f.addr).id = op_seq_++;
   }
   if (!in_gc_) batch_->in_order = true;
@@ -163,13 +159,11 @@ void Front::free(const trace::FreeEvent& f) {
 
 void Front::resize(const trace::ResizeEvent& r) {
   ++a_.stats.resizes;
-  advance(trace::kResizeBytes);
   Event& ev = emit_at(Event::kResize, r.addr);
   ev.y = r.bytes;
 }
 
 void Front::gc_begin(const trace::GcEvent& g) {
-  advance(18);
   in_gc_ = true;
   op_seq_ = 0;
   clock_ = std::max(clock_, g.bytes_allocated);
@@ -181,7 +175,6 @@ void Front::gc_begin(const trace::GcEvent& g) {
 }
 
 void Front::gc_end(const trace::GcEvent& g) {
-  advance(17);
   in_gc_ = false;
   op_seq_ = 0;
   ++epoch_;
@@ -195,7 +188,6 @@ void Front::gc_end(const trace::GcEvent& g) {
 }
 
 void Front::bitmap_words(std::uint32_t space, std::uint64_t epoch, std::span<const std::pair<std::uint64_t, std::uint64_t>> words) {
-  advance(16 * words.size() + 16);
   const auto sp = std::find_if(spaces_.begin(), spaces_.end(), [&](const SpaceBase& s) { return s.id == space; });
   if (sp == spaces_.end()) return;  // the reader refuses bitmaps of undeclared spaces
   const auto dump = [&](unsigned shard, std::span<const std::pair<std::uint64_t, std::uint64_t>> part) {

@@ -45,6 +45,8 @@ class Front final : public trace::Visitor {
   void stale(const trace::StaleEvent& s) override;
   void path(const trace::PathEvent& p) override;
   void end(std::uint64_t epoch, std::uint64_t bytes_allocated) override;
+  // Progress is reported per chunk, by the bytes of file read (records are of varying size).
+  void chunk_end(std::uint64_t bytes) override;
 
  private:
   // An event every shard sees.
@@ -80,7 +82,6 @@ class Front final : public trace::Visitor {
   std::uint32_t thread_idx(std::uint32_t id);
   std::uint32_t context(std::uint32_t site, std::uint32_t type, std::uint32_t thread);
   static void add_progress(Thread& th, std::uint32_t epoch, std::uint64_t bytes);
-  void advance(std::uint64_t bytes);
 
   struct TripleHash {
     std::size_t operator()(const std::array<std::uint32_t, 3>& k) const noexcept;

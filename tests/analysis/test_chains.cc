@@ -213,6 +213,7 @@ TEST_CASE("chain: a free range kills every object that starts in it, and only th
   // The same trace in an older version is refused, not misread.
   std::vector<std::byte> bytes = [&] {
     TraceBuilder c = basic();
+    c.write_unpacked();  // version 4's records, but for the free range
     c.alloc(0, 10, 1, X, 32);
     c.gc_begin();
     c.free_range(X, 32);
@@ -337,8 +338,15 @@ TEST_CASE("analyzer: a truncated trace is analyzed up to its last whole chunk, w
   std::vector<std::byte> data = b.take();
   // Cut inside the chunk of the end record and one alloc before it: 5 + 10 objects... minus the
   // last alloc chunk, whose end we cut into.
-  const std::size_t end_chunk = trace::kChunkHeaderBytes + 17, alloc_chunk = trace::kChunkHeaderBytes + trace::kAllocBytes;
-  data.resize(data.size() - end_chunk - alloc_chunk + 10);
+  std::vector<std::size_t> chunk_starts;
+  for (std::size_t at = trace::kPreambleBytes; at < data.size();) {
+    chunk_starts.push_back(at);
+    std::uint32_t payload = 0;
+    std::memcpy(&payload, data.data() + at + 4, 4);
+    at += trace::kChunkHeaderBytes + payload;
+  }
+  REQUIRE(chunk_starts.size() >= 2);
+  data.resize(chunk_starts[chunk_starts.size() - 2] + 10);  // 10 bytes into the last alloc's chunk
   auto r = analyze(data);
   REQUIRE(r.ok());
   CHECK(r->truncated);
@@ -356,7 +364,7 @@ TEST_CASE("analyzer: a corrupt trace gives the reader's error", "[analysis]") {
   b.gc({X});
   b.end();
   std::vector<std::byte> data = b.take();
-  data[data.size() / 2] ^= std::byte{0x40};
+  data[data.size() - 3] ^= std::byte{0x40};  // inside the end record, the last chunk's payload
   auto r = analyze(data);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == ErrorCode::kCorrupt);

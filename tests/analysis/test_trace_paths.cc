@@ -27,6 +27,7 @@ constexpr std::uint8_t kFound = 0, kUnreachable = 1;
 // GC of epoch 0 holds whatever `records` writes inside its bracket.
 std::vector<std::byte> trace_with(const std::function<void(TraceBuilder&)>& records) {
   TraceBuilder b;
+  b.write_unpacked();  // fixed records, so that the tests can set the version back to 1
   b.type(1, "Node", 64);
   b.site(10, "Main.run", 3);
   b.thread(0, "main");

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -25,11 +26,12 @@ class TraceBuilder {
     std::string name;
   };
 
-  explicit TraceBuilder(std::vector<Space> spaces = {{0, 0x10000, 0x20000, "heap"}}, std::uint32_t granule = 8)
+  explicit TraceBuilder(std::vector<Space> spaces = {{0, 0x10000, 0x20000, "heap"}}, std::uint32_t granule = 8,
+                        std::size_t chunk_payload = 4096)
       : spaces_(std::move(spaces)), granule_(granule) {
     auto sink = std::make_unique<MemorySink>();
     sink_ = sink.get();
-    auto w = TraceWriter::create(std::move(sink), 4096);
+    auto w = TraceWriter::create(std::move(sink), chunk_payload);
     REQUIRE(w.ok());
     writer_ = std::move(*w);
     control_ = writer_->make_buffer(trace::kControlStream);
@@ -82,11 +84,46 @@ class TraceBuilder {
     EventBuffer::put_u32(p, id);
     control_->flush();
   }
+  // From now on, write the hot records in their fixed forms (as traces before version 5 hold
+  // them) instead of the writer's packed ones, e.g. to test how an older version is read.
+  void write_unpacked() { packed_ = false; }
+
   void alloc(std::uint32_t thread, std::uint32_t site, std::uint32_t type, std::uint64_t addr, std::uint64_t size) {
     EventBuffer& b = thread_buffer(thread);
-    b.alloc(site, type, addr, size);
+    if (packed_) {
+      b.alloc(site, type, addr, size);
+    } else {
+      std::uint8_t* p = b.begin_record(trace::kAllocBytes);
+      p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kAlloc));
+      p = EventBuffer::put_u32(p, site);
+      p = EventBuffer::put_u32(p, type);
+      p = EventBuffer::put_u64(p, addr);
+      EventBuffer::put_u64(p, size);
+    }
     b.flush();
     bytes_ += size;
+  }
+  // The buffers themselves, for tests that put many records in one chunk (which the calls
+  // above never do): records go in whatever chunks they fill; flush when done.
+  EventBuffer& thread_stream(std::uint32_t thread) { return thread_buffer(thread); }
+  EventBuffer& collector_stream() { return *collector_; }
+
+  // Bytes written as they are, as one chunk of thread `thread`'s stream or of the collector
+  // stream: records the writer would never produce.
+  void raw_thread(std::uint32_t thread, const std::vector<std::uint8_t>& bytes) { raw(thread_buffer(thread), bytes); }
+  void raw_collector(const std::vector<std::uint8_t>& bytes) { raw(*collector_, bytes); }
+
+  void resize(std::uint32_t thread, std::uint64_t addr, std::uint64_t bytes) {
+    EventBuffer& b = thread_buffer(thread);
+    if (packed_) {
+      b.resize(addr, bytes);
+    } else {
+      std::uint8_t* p = b.begin_record(trace::kResizeBytes);
+      p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kResize));
+      p = EventBuffer::put_u64(p, addr);
+      EventBuffer::put_u64(p, bytes);
+    }
+    b.flush();
   }
   void gc_begin(trace::GcKind kind = trace::GcKind::kFull) {
     std::uint8_t* p = control_->begin_record(1 + 8 + 1 + 8);
@@ -115,7 +152,14 @@ class TraceBuilder {
     control_->flush();
   }
   void move(std::uint64_t from, std::uint64_t to) {
-    collector_->move(from, to);
+    if (packed_) {
+      collector_->move(from, to);
+    } else {
+      std::uint8_t* p = collector_->begin_record(trace::kMoveBytes);
+      p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kMove));
+      p = EventBuffer::put_u64(p, from);
+      EventBuffer::put_u64(p, to);
+    }
     collector_->flush();
   }
   void move_range(std::uint64_t from, std::uint64_t to, std::uint64_t bytes) {
@@ -123,7 +167,13 @@ class TraceBuilder {
     collector_->flush();
   }
   void free(std::uint64_t addr) {
-    collector_->free(addr);
+    if (packed_) {
+      collector_->free(addr);
+    } else {
+      std::uint8_t* p = collector_->begin_record(trace::kFreeBytes);
+      p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kFree));
+      EventBuffer::put_u64(p, addr);
+    }
     collector_->flush();
   }
   void free_range(std::uint64_t addr, std::uint64_t bytes) {
@@ -206,6 +256,10 @@ class TraceBuilder {
   }
 
  private:
+  static void raw(EventBuffer& b, const std::vector<std::uint8_t>& bytes) {
+    std::memcpy(b.begin_record(bytes.size()), bytes.data(), bytes.size());
+    b.flush();
+  }
   EventBuffer& thread_buffer(std::uint32_t t) {
     auto& b = threads_[t];
     if (!b) b = writer_->make_buffer(trace::kThreadStreamBase + t);
@@ -220,6 +274,7 @@ class TraceBuilder {
 
   std::vector<Space> spaces_;
   std::uint32_t granule_;
+  bool packed_ = true;
   MemorySink* sink_ = nullptr;
   std::unique_ptr<TraceWriter> writer_;
   std::unique_ptr<EventBuffer> control_, collector_;

@@ -143,21 +143,6 @@ TEST_CASE("resize: an address outside every space is refused, never tracked", "[
   CHECK(r.prof->stats().tracked_live == 0);
 }
 
-TEST_CASE("resize: a version 1 trace may not hold resize records", "[core][resize][trace]") {
-  ResizeRig r;
-  r.prof->on_alloc(*r.thread, kAllocSite, kTable, r.heap.at(0), 56);
-  r.prof->on_resize(*r.thread, r.heap.at(0), 4096, kGrowSite, kTable);
-  REQUIRE(r.prof->finish().ok());
-  const std::span<const std::byte> written = r.sink->data();
-  std::vector<std::byte> bytes(written.begin(), written.end());
-  REQUIRE(trace::load(std::span<const std::byte>(bytes)).ok());
-  const std::uint32_t v1 = 1;  // the preamble's version field (not covered by chunk CRCs)
-  std::memcpy(bytes.data() + 8, &v1, 4);
-  auto c = trace::load(std::span<const std::byte>(bytes));
-  REQUIRE_FALSE(c.ok());
-  CHECK(c.error().message.find("resize record in a version 1 trace") != std::string::npos);
-}
-
 TEST_CASE("on_root: a collector's root mark lands in the epoch the GC starts, at the address it gives",
           "[core][on_root]") {
   ProfilerRig r(1 << 16);

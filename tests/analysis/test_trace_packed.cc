@@ -1,0 +1,290 @@
+// Packed hot records (trace version 5): alloc, move, free and resize as varints with addresses
+// as deltas inside a chunk. Random records of every kind round-trip through chunks small enough
+// that deltas restart often; a nearby small object costs the bytes the format promises; the
+// fixed records of older versions still read, to the same analysis; and malformed packed
+// records are refused with what is wrong.
+#include "trace_builder.h"
+
+#include <objprof/analysis/analyzer.h>
+#include <objprof/trace_reader.h>
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <random>
+#include <tuple>
+#include <vector>
+
+using namespace objprof;
+using objprof::test::TraceBuilder;
+
+namespace test_trace_packed {
+
+constexpr std::uint64_t kLo = 0x1000, kHi = std::uint64_t{1} << 47;
+
+std::string load_error(const std::vector<std::byte>& data) {
+  auto r = trace::load(data);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == ErrorCode::kCorrupt);
+  return r.error().message;
+}
+
+void set_version(std::vector<std::byte>& t, std::uint32_t v) {
+  std::memcpy(t.data() + 8, &v, 4);  // the preamble's version (not covered by chunk CRCs)
+}
+
+// Addresses of every shape a delta can take: near the previous one (both ways), far, not a
+// multiple of 8, and the space's edges.
+struct AddressSource {
+  std::mt19937_64 rng;
+  std::uint64_t prev = kLo;
+  std::uint64_t next() {
+    std::uint64_t a = kLo;
+    switch (rng() % 6) {
+      case 0: a = prev + 8 * (rng() % 64); break;
+      case 1: a = prev - std::min<std::uint64_t>(prev - kLo, 8 * (rng() % 4096)); break;
+      case 2: a = kLo + ((rng() % (kHi - kLo)) & ~std::uint64_t{7}); break;
+      case 3: a = kLo + rng() % (kHi - kLo); break;
+      case 4: a = kHi - 1 - rng() % 3; break;
+      default: a = kLo + rng() % 3; break;
+    }
+    if (a < kLo || a >= kHi) a = kLo;
+    prev = a;
+    return a;
+  }
+};
+
+using AllocKey = std::tuple<std::uint32_t, std::uint32_t, std::uint64_t, std::uint64_t>;
+
+}  // namespace test_trace_packed
+
+using namespace test_trace_packed;
+
+TEST_CASE("packed records: every field round-trips, across many chunk boundaries", "[trace][packed]") {
+  // 256-byte chunks: deltas restart at every chunk, and some records straddle where one ends.
+  TraceBuilder b({{0, kLo, kHi, "heap"}}, 8, 256);
+  b.thread(0, "main");
+  EventBuffer& mutator = b.thread_stream(0);
+  EventBuffer& collector = b.collector_stream();
+  AddressSource addrs{std::mt19937_64{20261125}};
+  std::mt19937_64 rng(7);
+  std::vector<AllocKey> allocs;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> resizes, moves;
+  std::vector<std::uint64_t> frees;
+  const auto field32 = [&] {
+    switch (rng() % 3) {
+      case 0: return static_cast<std::uint32_t>(rng() % 128);
+      case 1: return static_cast<std::uint32_t>(rng());
+      default: return 0xFFFF'FFFFu;
+    }
+  };
+  for (int i = 0; i < 6000; ++i) {
+    switch (rng() % 4) {
+      case 0: {
+        const std::uint64_t addr = addrs.next();
+        const std::uint64_t room = std::min(kHi - addr, trace::kMaxObjectBytes);
+        const std::uint64_t size = rng() % 2 ? rng() % std::min<std::uint64_t>(room, 200) : rng() % (room + 1);
+        const std::uint32_t site = field32(), type = field32();
+        mutator.alloc(site, type, addr, size);
+        allocs.emplace_back(site, type, addr, size);
+        break;
+      }
+      case 1: {
+        const std::uint64_t addr = addrs.next(), bytes = rng() % (trace::kMaxObjectBytes + 1);
+        mutator.resize(addr, bytes);
+        resizes.emplace_back(addr, bytes);
+        break;
+      }
+      case 2: {
+        const std::uint64_t addr = addrs.next();
+        collector.free(addr);
+        frees.push_back(addr);
+        break;
+      }
+      default: {
+        const std::uint64_t from = addrs.next(), to = addrs.next();
+        collector.move(from, to);
+        moves.emplace_back(from, to);
+        break;
+      }
+    }
+  }
+  mutator.flush();
+  collector.flush();
+  b.end();
+  const std::vector<std::byte> data = b.take();
+  auto c = trace::load(data);
+  REQUIRE(c.ok());
+  CHECK(c->summary.chunks > 200);
+  REQUIRE(c->allocs.size() == allocs.size());
+  for (std::size_t i = 0; i < allocs.size(); ++i) {
+    const auto& a = c->allocs[i];
+    REQUIRE(AllocKey{a.site, a.type, a.addr, a.size} == allocs[i]);
+    CHECK(a.thread == 0);
+  }
+  REQUIRE(c->resizes.size() == resizes.size());
+  for (std::size_t i = 0; i < resizes.size(); ++i)
+    REQUIRE(std::pair{c->resizes[i].addr, c->resizes[i].bytes} == resizes[i]);
+  REQUIRE(c->frees.size() == frees.size());
+  for (std::size_t i = 0; i < frees.size(); ++i) {
+    REQUIRE(c->frees[i].addr == frees[i]);
+    CHECK_FALSE(c->frees[i].range);
+  }
+  REQUIRE(c->moves.size() == moves.size());
+  for (std::size_t i = 0; i < moves.size(); ++i) {
+    REQUIRE(std::pair{c->moves[i].from, c->moves[i].to} == moves[i]);
+    CHECK_FALSE(c->moves[i].range);
+  }
+}
+
+TEST_CASE("packed records: a nearby small object's records take a few bytes", "[trace][packed]") {
+  auto writer = TraceWriter::create(std::make_unique<MemorySink>());
+  REQUIRE(writer.ok());
+  auto buf = (*writer)->make_buffer(trace::kThreadStreamBase);
+  const auto bytes_of = [&](auto&& write) {
+    const std::size_t before = buf->pending_bytes();
+    write();
+    return buf->pending_bytes() - before;
+  };
+  const std::uint64_t a = 0x7f00'1234'5670;
+  // The chunk's first address is absolute: its delta from 0 takes 7 bytes.
+  CHECK(bytes_of([&] { buf->alloc(3, 2, a, 56); }) == 1 + 1 + 1 + 7 + 1);
+  CHECK(bytes_of([&] { buf->alloc(3, 2, a + 64, 56); }) == 5);           // tag, site, type, +64, size
+  CHECK(bytes_of([&] { buf->resize(a + 64, 200); }) == 1 + 1 + 2);      // same address; 200 takes 2
+  CHECK(bytes_of([&] { buf->free(a); }) == 2);                          // -64
+  CHECK(bytes_of([&] { buf->free(a + 3); }) == 1 + 1 + 8);              // not a multiple of 8: absolute
+  CHECK(bytes_of([&] { buf->alloc(300, 70000, a + 3 + 8192, 1u << 20); }) == 1 + 2 + 3 + 2 + 3);  // +8192 from a + 3
+  // A move's destination is a delta from the previous destination (a copying collector's are
+  // consecutive), its source from the previous address.
+  buf->move(a + 1024, a + (1u << 30));
+  CHECK(bytes_of([&] { buf->move(a + 1024 + 128, a + (1u << 30) + 56); }) == 3);
+  // After a flush the next chunk starts from 0 again.
+  buf->flush();
+  CHECK(bytes_of([&] { buf->free(a); }) == 1 + 7);
+}
+
+TEST_CASE("packed records: fixed (version 4) records read as the same trace and the same analysis", "[trace][packed]") {
+  const auto script = [](bool packed) {
+    TraceBuilder b;
+    if (!packed) b.write_unpacked();
+    b.type(1, "Node", 32);
+    b.site(10, "Main.run", 4);
+    b.thread(0, "main");
+    for (std::uint64_t i = 0; i < 6; ++i) b.alloc(0, 10, 1, 0x10000 + 64 * i, 32);
+    b.resize(0, 0x10040, 4096);
+    b.gc_begin();
+    b.bitmap({0x10000, 0x10040});
+    b.free(0x10080);
+    b.free(0x100c0);
+    b.move(0x10000, 0x18000);
+    b.gc_end();
+    b.alloc(0, 10, 1, 0x10080, 32);
+    b.gc({0x18000});
+    b.end();
+    return b.take();
+  };
+  const std::vector<std::byte> packed = script(true), fixed = script(false);
+  CHECK(packed.size() < fixed.size());
+  auto p = trace::load(packed);
+  auto f = trace::load(fixed);
+  REQUIRE(p.ok());
+  REQUIRE(f.ok());
+  REQUIRE(p->allocs.size() == f->allocs.size());
+  for (std::size_t i = 0; i < p->allocs.size(); ++i) {
+    const auto &x = p->allocs[i], &y = f->allocs[i];
+    CHECK(std::tuple{x.thread, x.site, x.type, x.addr, x.size, x.epoch, x.bytes_clock} ==
+          std::tuple{y.thread, y.site, y.type, y.addr, y.size, y.epoch, y.bytes_clock});
+  }
+  REQUIRE(p->frees.size() == 2);
+  REQUIRE(f->frees.size() == 2);
+  CHECK(p->frees[1].addr == f->frees[1].addr);
+  REQUIRE(p->moves.size() == 1);
+  REQUIRE(f->moves.size() == 1);
+  CHECK(std::pair{p->moves[0].from, p->moves[0].to} == std::pair{f->moves[0].from, f->moves[0].to});
+  REQUIRE(p->resizes.size() == 1);
+  REQUIRE(f->resizes.size() == 1);
+  CHECK(std::pair{p->resizes[0].addr, p->resizes[0].bytes} == std::pair{f->resizes[0].addr, f->resizes[0].bytes});
+
+  auto ap = analysis::analyze(packed);
+  auto af = analysis::analyze(fixed);
+  REQUIRE(ap.ok());
+  REQUIRE(af.ok());
+  REQUIRE(ap->objects.size() == 7);
+  REQUIRE(af->objects.size() == 7);
+  CHECK(ap->live_objects == af->live_objects);
+  CHECK(ap->total_bytes == af->total_bytes);
+  for (analysis::ObjectId o = 0; o < 7; ++o) {
+    CHECK(ap->objects.alive(o) == af->objects.alive(o));
+    CHECK(ap->objects.accessed(o) == af->objects.accessed(o));
+  }
+}
+
+TEST_CASE("packed records: refused in traces before version 5, and a resize in version 1", "[trace][packed]") {
+  TraceBuilder b;
+  b.thread(0, "main");
+  b.alloc(0, 10, 1, 0x10000, 32);
+  b.end();
+  std::vector<std::byte> t = b.take();
+  set_version(t, 4);
+  CHECK(load_error(t).find("packed alloc record in a version 4 trace") != std::string::npos);
+
+  TraceBuilder old;
+  old.write_unpacked();
+  old.thread(0, "main");
+  old.alloc(0, 10, 1, 0x10000, 56);
+  old.resize(0, 0x10000, 4096);
+  old.end();
+  std::vector<std::byte> v1 = old.take();
+  REQUIRE(trace::load(v1).ok());
+  set_version(v1, 1);
+  CHECK(load_error(v1).find("resize record in a version 1 trace") != std::string::npos);
+}
+
+TEST_CASE("packed records: malformed ones are refused with what is wrong", "[trace][packed]") {
+  const auto error_of = [](const std::vector<std::uint8_t>& record, bool collector) {
+    TraceBuilder b;
+    b.thread(0, "main");
+    if (collector) b.raw_collector(record);
+    else b.raw_thread(0, record);
+    b.end();
+    return load_error(b.take());
+  };
+  constexpr std::uint8_t kAlloc = static_cast<std::uint8_t>(trace::Tag::kAllocPacked);
+  constexpr std::uint8_t kFree = static_cast<std::uint8_t>(trace::Tag::kFreePacked);
+  constexpr std::uint8_t kMove = static_cast<std::uint8_t>(trace::Tag::kMovePacked);
+  constexpr std::uint8_t kResize = static_cast<std::uint8_t>(trace::Tag::kResizePacked);
+  // 0x10000 as a packed address from 0: zigzag(0x2000) << 1 = 0x8000.
+  const std::vector<std::uint8_t> addr_10000 = {0x80, 0x80, 0x02};
+  const auto with = [](std::vector<std::uint8_t> v, const std::vector<std::uint8_t>& more) {
+    v.insert(v.end(), more.begin(), more.end());
+    return v;
+  };
+  {
+    // The well-formed record these are broken from reads.
+    TraceBuilder b;
+    b.thread(0, "main");
+    b.raw_thread(0, with({kAlloc, 10, 1}, with(addr_10000, {32})));
+    b.end();
+    auto c = trace::load(b.take());
+    REQUIRE(c.ok());
+    REQUIRE(c->allocs.size() == 1);
+    CHECK(c->allocs[0].addr == 0x10000);
+    CHECK(c->allocs[0].size == 32);
+  }
+  CHECK(error_of({kAlloc, 10, 1}, false).find("alloc address runs past the end of its chunk") != std::string::npos);
+  CHECK(error_of(with({kAlloc, 10, 1}, addr_10000), false).find("alloc size runs past the end of its chunk") != std::string::npos);
+  CHECK(error_of({kAlloc, 0x80, 0x80, 0x80, 0x80, 0x10, 1, 0x80, 0x80, 0x02, 32}, false)
+            .find("alloc site 4294967296 does not fit 32 bits") != std::string::npos);
+  // Ten bytes whose last carries more than bit 63; eleven bytes.
+  CHECK(error_of(with({kResize}, {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02}), false)
+            .find("resize address does not fit 64 bits") != std::string::npos);
+  CHECK(error_of(with({kResize}, {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x81, 0x00}), false)
+            .find("does not fit 64 bits") != std::string::npos);
+  CHECK(error_of({kFree, 3}, true).find("odd delta code 3") != std::string::npos);
+  CHECK(error_of({kFree, 1, 0, 0, 1}, true).find("free address needs 8 bytes") != std::string::npos);
+  CHECK(error_of({kFree, 0x7E}, true).find("free address 0xffffffffffffff00 is outside every declared space") != std::string::npos);
+  CHECK(error_of(with({kMove}, addr_10000), true).find("move to runs past the end of its chunk") != std::string::npos);
+  CHECK(error_of(with(with({kAlloc, 10, 1}, addr_10000), {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}), false)
+            .find("above the 281474976710656 byte limit") != std::string::npos);
+  CHECK(error_of(with(with({kAlloc, 10, 1}, addr_10000), {32}), true).find("alloc record in non-thread stream 1") != std::string::npos);
+}
