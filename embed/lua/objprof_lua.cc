@@ -563,25 +563,33 @@ void on_free(lua_State* L, GCObject* o) {
 
 namespace {
 
+// A footprint the stale tracker keeps: it needs the object's site.
 [[gnu::noinline]] void report_resize(Vm& vm, lua_State* L, GCObject* o, std::uint64_t bytes) {
   const auto addr = reinterpret_cast<Address>(o);
-  std::uint32_t site = 0;  // only the stale tracker needs it
-  if (bytes >= vm.min_tracked) {
-    const Vm::RecentSite& recent = vm.recent[Vm::recent_slot(addr)];
-    site = recent.addr == addr ? recent.site : site_of(vm, L);
-  }
+  const Vm::RecentSite& recent = vm.recent[Vm::recent_slot(addr)];
+  const std::uint32_t site = recent.addr == addr ? recent.site : site_of(vm, L);
   vm.prof->on_resize(*vm.thread, addr, bytes, site, o->tt);
+}
+
+// A footprint only the trace (or the hook checks) wants: no site. Out of line, so that
+// on_resize's usual exit keeps a frame without callee-saved registers.
+[[gnu::noinline]] void record_resize(Vm& vm, GCObject* o, std::uint64_t bytes) {
+  vm.prof->on_resize(*vm.thread, reinterpret_cast<Address>(o), bytes, 0, o->tt);
 }
 
 }  // namespace
 
 // Most resizes are a small table's first (a constructor's): without a trace or hook checks
-// they end at the footprint.
+// they end at the footprint; with them, a footprint the tracker ignores needs no site, and its
+// record is written here, without report_resize's frame.
 void on_resize(lua_State* L, GCObject* o) {
   Vm* vm = vm_of(L);
   if (!vm || o == obj2gco(G(L)->mainthread)) return;  // the main thread is not a heap object
   const std::uint64_t bytes = footprint(o);
-  if (bytes < vm->min_tracked && !vm->every_resize) return;
+  if (bytes < vm->min_tracked) {
+    if (vm->every_resize) record_resize(*vm, o, bytes);
+    return;
+  }
   report_resize(*vm, L, o, bytes);
 }
 
