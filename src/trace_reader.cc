@@ -178,14 +178,18 @@ class Decoder {
         alloc(a, ctx);
         break;
       }
-      case Tag::kAllocPacked: {
-        packed_since_v5("alloc");
+      case Tag::kAllocPacked:
+      case Tag::kAllocResized: {
+        const bool resized = static_cast<Tag>(tag) == Tag::kAllocResized;
+        packed_since_v5(resized ? "alloc-resized" : "alloc");
         AllocEvent a;
         a.site = c.uvar32("alloc site");
         a.type = c.uvar32("alloc type");
         a.addr = c.addr(prev_addr_, "alloc address");
         a.size = c.uvar("alloc size");
+        const std::uint64_t bytes = resized ? c.uvar("alloc-resized footprint") : 0;
         alloc(a, ctx);
+        if (resized) resize(a.addr, bytes, ctx);
         break;
       }
       case Tag::kMove: {

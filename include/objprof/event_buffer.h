@@ -31,11 +31,12 @@ class EventBuffer {
   // local pointer (so pos_/end_ stay in registers) and then gives back what it did not use.
   OBJPROF_ALWAYS_INLINE void alloc(std::uint32_t site, std::uint32_t type, std::uint64_t addr, std::uint64_t size) {
     std::uint8_t* p = room(trace::kMaxAllocPackedBytes);
+    alloc_tag_ = p;
     *p++ = static_cast<std::uint8_t>(trace::Tag::kAllocPacked);
     p = put_uvar(p, site);
     p = put_uvar(p, type);
     p = put_addr(p, addr, prev_addr_);
-    pos_ = put_uvar(p, size);
+    pos_ = alloc_end_ = put_uvar(p, size);
   }
   OBJPROF_ALWAYS_INLINE void move(std::uint64_t from, std::uint64_t to) {
     std::uint8_t* p = room(trace::kMaxMovePackedBytes);
@@ -61,7 +62,15 @@ class EventBuffer {
     std::memcpy(reserve(sizeof r), &r, sizeof r);
   }
 
+  // A resize of the object the previous record allocated (nothing written between them, same
+  // chunk) extends that record into an alloc-resized one: its footprint is one more varint.
   OBJPROF_ALWAYS_INLINE void resize(std::uint64_t addr, std::uint64_t bytes) {
+    if (pos_ == alloc_end_ && addr == prev_addr_ && static_cast<std::size_t>(end_ - pos_) >= trace::kMaxUvarBytes) {
+      *alloc_tag_ = static_cast<std::uint8_t>(trace::Tag::kAllocResized);
+      pos_ = put_uvar(pos_, bytes);
+      alloc_end_ = nullptr;
+      return;
+    }
     std::uint8_t* p = room(trace::kMaxResizePackedBytes);
     *p++ = static_cast<std::uint8_t>(trace::Tag::kResizePacked);
     p = put_addr(p, addr, prev_addr_);
@@ -114,7 +123,10 @@ class EventBuffer {
   }
   OBJPROF_NOINLINE void flush_for(std::size_t n);
   // A new chunk starts: packed addresses are deltas within one chunk.
-  void restart_deltas() noexcept { prev_addr_ = prev_to_ = 0; }
+  void restart_deltas() noexcept {
+    prev_addr_ = prev_to_ = 0;
+    alloc_end_ = nullptr;
+  }
 
   TraceWriter* writer_;
   std::uint32_t stream_;
@@ -124,6 +136,8 @@ class EventBuffer {
   std::uint8_t* end_;
   std::uint64_t prev_addr_ = 0;  // the chunk's previous packed address (0 at its start)
   std::uint64_t prev_to_ = 0;    // the chunk's previous move destination (0 at its start)
+  std::uint8_t* alloc_tag_ = nullptr;  // the last alloc record's tag byte
+  std::uint8_t* alloc_end_ = nullptr;  // and its end, while it is the chunk's last record
 };
 
 }  // namespace objprof

@@ -69,9 +69,12 @@ enum class Tag : std::uint8_t {
   kMovePacked = 20,    // addr from, to_addr to (delta from the chunk's previous move's `to`)
   kFreePacked = 21,    // addr addr
   kResizePacked = 22,  // addr addr, uvar bytes                          (thread = chunk stream)
+  // An alloc and, right after it in the same chunk, a resize of the same object (a table
+  // built by a constructor): uvar site, uvar type, addr addr, uvar size, uvar bytes (v5)
+  kAllocResized = 23,
 };
 
-inline constexpr std::uint8_t kMaxTag = 22;
+inline constexpr std::uint8_t kMaxTag = 23;
 
 // Packed records (version 5). Most objects are small and are allocated, resized and freed near
 // the previous one, so their records are a few bytes instead of 9–25.

@@ -90,7 +90,15 @@ TEST_CASE("packed records: every field round-trips, across many chunk boundaries
         break;
       }
       case 1: {
-        const std::uint64_t addr = addrs.next(), bytes = rng() % (trace::kMaxObjectBytes + 1);
+        // Half of them right after the alloc of their object (an alloc-resized record).
+        const bool fold = !allocs.empty() && rng() % 2;
+        const std::uint64_t addr = fold ? std::get<2>(allocs.back()) : addrs.next();
+        const std::uint64_t bytes = rng() % (trace::kMaxObjectBytes + 1);
+        if (fold) {
+          const auto [site, type, at, size] = allocs.back();  // a copy: the vector grows below
+          allocs.emplace_back(site, type, at, size);
+          mutator.alloc(site, type, at, size);
+        }
         mutator.resize(addr, bytes);
         resizes.emplace_back(addr, bytes);
         break;
@@ -150,7 +158,9 @@ TEST_CASE("packed records: a nearby small object's records take a few bytes", "[
   // The chunk's first address is absolute: its delta from 0 takes 7 bytes.
   CHECK(bytes_of([&] { buf->alloc(3, 2, a, 56); }) == 1 + 1 + 1 + 7 + 1);
   CHECK(bytes_of([&] { buf->alloc(3, 2, a + 64, 56); }) == 5);           // tag, site, type, +64, size
-  CHECK(bytes_of([&] { buf->resize(a + 64, 200); }) == 1 + 1 + 2);      // same address; 200 takes 2
+  // A resize right after the alloc of its object extends the alloc record by the footprint.
+  CHECK(bytes_of([&] { buf->resize(a + 64, 200); }) == 2);              // 200 takes 2
+  CHECK(bytes_of([&] { buf->resize(a + 64, 300); }) == 1 + 1 + 2);      // not right after: a record
   CHECK(bytes_of([&] { buf->free(a); }) == 2);                          // -64
   CHECK(bytes_of([&] { buf->free(a + 3); }) == 1 + 1 + 8);              // not a multiple of 8: absolute
   CHECK(bytes_of([&] { buf->alloc(300, 70000, a + 3 + 8192, 1u << 20); }) == 1 + 2 + 3 + 2 + 3);  // +8192 from a + 3
@@ -287,4 +297,23 @@ TEST_CASE("packed records: malformed ones are refused with what is wrong", "[tra
   CHECK(error_of(with(with({kAlloc, 10, 1}, addr_10000), {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}), false)
             .find("above the 281474976710656 byte limit") != std::string::npos);
   CHECK(error_of(with(with({kAlloc, 10, 1}, addr_10000), {32}), true).find("alloc record in non-thread stream 1") != std::string::npos);
+  constexpr std::uint8_t kAllocResized = static_cast<std::uint8_t>(trace::Tag::kAllocResized);
+  CHECK(error_of(with(with({kAllocResized, 10, 1}, addr_10000), {32}), false)
+            .find("alloc-resized footprint runs past the end of its chunk") != std::string::npos);
+  CHECK(error_of(with(with({kAllocResized, 10, 1}, addr_10000), {32, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}), false)
+            .find("resize at 0x10000 to 562949953421312 bytes, above the") != std::string::npos);
+  {
+    // Well formed, it is an alloc and a resize of the same object.
+    TraceBuilder b;
+    b.thread(0, "main");
+    b.raw_thread(0, with(with({kAllocResized, 10, 1}, addr_10000), {56, 0xC8, 0x01}));
+    b.end();
+    auto c = trace::load(b.take());
+    REQUIRE(c.ok());
+    REQUIRE(c->allocs.size() == 1);
+    REQUIRE(c->resizes.size() == 1);
+    CHECK(c->allocs[0].size == 56);
+    CHECK(c->resizes[0].addr == 0x10000);
+    CHECK(c->resizes[0].bytes == 200);
+  }
 }
