@@ -4,12 +4,17 @@
 // fixed records of older versions still read, to the same analysis; and malformed packed
 // records are refused with what is wrong.
 #include "trace_builder.h"
+#include "../test_env.h"
 
 #include <objprof/analysis/analyzer.h>
 #include <objprof/trace_reader.h>
 
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <tuple>
@@ -316,4 +321,44 @@ TEST_CASE("packed records: malformed ones are refused with what is wrong", "[tra
     CHECK(c->resizes[0].addr == 0x10000);
     CHECK(c->resizes[0].bytes == 200);
   }
+}
+
+TEST_CASE("packed records: objprof dump counts and prints resizes, folded or not", "[trace][packed][cli]") {
+  const std::string cli = std::string(OBJPROF_BIN_DIR) + "/objprof";
+  REQUIRE(::access(cli.c_str(), X_OK) == 0);
+  TraceBuilder b;
+  b.thread(0, "main");
+  EventBuffer& t = b.thread_stream(0);
+  t.alloc(10, 1, 0x10000, 56);
+  t.resize(0x10000, 200);  // folded into the alloc
+  t.alloc(10, 1, 0x10040, 56);
+  t.free(0x10000);  // (a free in a thread stream is read like any other)
+  t.resize(0x10040, 312);  // a record of its own
+  t.flush();
+  b.end();
+  const std::vector<std::byte> data = b.take();
+  const std::string path = "/tmp/objprof_test_dump_" + std::to_string(::getpid()) + ".trace";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    REQUIRE(f != nullptr);
+    REQUIRE(std::fwrite(data.data(), 1, data.size(), f) == data.size());
+    std::fclose(f);
+  }
+  std::string text;
+  std::FILE* p = ::popen((cli + " dump --records " + path + " 2>&1").c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p)) text += buf;
+  const int rc = ::pclose(p);
+  ::unlink(path.c_str());
+  if ((!WIFEXITED(rc) || WEXITSTATUS(rc) == 126 || WEXITSTATUS(rc) == 127) && objprof::test::emulated()) {
+    WARN("cannot run the arm64 objprof CLI from under the emulator; skipped: " << text);
+    return;
+  }
+  INFO(text);
+  REQUIRE(WIFEXITED(rc));
+  CHECK(WEXITSTATUS(rc) == 0);
+  CHECK(text.find("2 allocs (112 bytes), 2 resizes, 0 moves, 1 frees") != std::string::npos);
+  CHECK(text.find("resize t0 0x10000 to 200 bytes") != std::string::npos);
+  CHECK(text.find("resize t0 0x10040 to 312 bytes") != std::string::npos);
 }

@@ -50,6 +50,10 @@ class Printer final : public trace::Visitor {
     if (records_ && f.range) fmt::print("[{}] free-range {:#x} ({} bytes)\n", f.epoch, f.addr, f.bytes);
     else if (records_) fmt::print("[{}] free {:#x}\n", f.epoch, f.addr);
   }
+  void resize(const trace::ResizeEvent& r) override {
+    ++resizes;
+    if (records_) fmt::print("[{}] resize t{} {:#x} to {} bytes\n", r.epoch, r.thread, r.addr, r.bytes);
+  }
   void gc_begin(const trace::GcEvent& g) override {
     ++gcs;
     if (records_) fmt::print("[{}] gc-begin {} at {} bytes\n", g.epoch, trace::gc_kind_name(g.kind), g.bytes_allocated);
@@ -76,8 +80,8 @@ class Printer final : public trace::Visitor {
       fmt::print("[{}] path site {} type {} to {:#x}: none ({} after {} objects)\n", p.epoch, p.site, p.type, p.target,
                  path_status_name(p.status), p.objects_visited);
   }
-  std::uint64_t types = 0, sites = 0, threads = 0, allocs = 0, bytes = 0, moves = 0, frees = 0, free_ranges = 0, gcs = 0, marks = 0, stale_reports = 0,
-                paths = 0;
+  std::uint64_t types = 0, sites = 0, threads = 0, allocs = 0, bytes = 0, resizes = 0, moves = 0, frees = 0, free_ranges = 0, gcs = 0,
+                marks = 0, stale_reports = 0, paths = 0;
 
  private:
   bool records_;
@@ -91,8 +95,9 @@ int run_dump(const DumpOptions& opt) {
     return 1;
   }
   fmt::print("{} chunks, {} records, {} bytes\n", r->chunks, r->records, r->bytes);
-  fmt::print("{} types, {} sites, {} threads; {} allocs ({} bytes), {} moves, {} frees, {} free ranges, {} GCs, {} marked granules, {} stale reports, {} path searches\n",
-             p.types, p.sites, p.threads, p.allocs, p.bytes, p.moves, p.frees, p.free_ranges, p.gcs, p.marks, p.stale_reports, p.paths);
+  fmt::print("{} types, {} sites, {} threads; {} allocs ({} bytes), {} resizes, {} moves, {} frees, {} free ranges, {} GCs, {} marked granules, {} stale reports, {} path searches\n",
+             p.types, p.sites, p.threads, p.allocs, p.bytes, p.resizes, p.moves, p.frees, p.free_ranges, p.gcs, p.marks, p.stale_reports,
+             p.paths);
   if (!r->warning.empty()) fmt::print(stderr, "objprof dump: warning: {}\n", r->warning);
   return 0;
 }
