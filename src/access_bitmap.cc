@@ -117,8 +117,20 @@ Result<BitmapSnapshot> AccessBitmap::snapshot_and_clear() {
   desc_.bitmap.exchange(next.data, std::memory_order_acq_rel);
   if (active_index_ && next.external_index >= 0)
     active_index_->store(static_cast<std::uint32_t>(next.external_index), std::memory_order_release);
-  // Marks lie in the used part as it was when they were made, and it only grows.
-  return BitmapSnapshot(this, old, used_bytes_.load(std::memory_order_acquire));
+  // Marks lie in the used window as it was when they were made, and it only widens.
+  return BitmapSnapshot(this, old, used_from_.load(std::memory_order_acquire), used_bytes_.load(std::memory_order_acquire));
+}
+
+void AccessBitmap::set_used_from(std::uint64_t space_offset) noexcept {
+  const std::uint64_t granule_bits = std::uint64_t{8} << space_.log2_alignment();  // space bytes per bitmap byte
+  const std::uint64_t want = std::min<std::uint64_t>((space_offset / granule_bits) & ~std::uint64_t{7}, bytes_);
+  if (!used_from_set_.exchange(true, std::memory_order_acq_rel)) {
+    used_from_.store(static_cast<std::size_t>(want), std::memory_order_release);  // the first call sets it
+    return;
+  }
+  std::size_t cur = used_from_.load(std::memory_order_relaxed);
+  while (cur > want && !used_from_.compare_exchange_weak(cur, static_cast<std::size_t>(want), std::memory_order_acq_rel)) {
+  }
 }
 
 void AccessBitmap::set_used(std::uint64_t space_bytes) noexcept {
@@ -134,24 +146,25 @@ void AccessBitmap::set_used(std::uint64_t space_bytes) noexcept {
   }
 }
 
-void AccessBitmap::release(Buffer buffer, std::size_t used) noexcept {
-  if (used > 0) clear_buffer(buffer.data, used);
+void AccessBitmap::release(Buffer buffer, std::size_t first, std::size_t end) noexcept {
+  if (end > first) clear_buffer(buffer.data + first, end - first);
   std::lock_guard<std::mutex> lock(pool_mutex_);
   spares_.push_back(buffer);
 }
 
 BitmapSnapshot::BitmapSnapshot(BitmapSnapshot&& other) noexcept
-    : owner_(other.owner_), buffer_(other.buffer_), data_(other.data_), size_(other.size_), clean_(other.clean_) {
+    : owner_(other.owner_), buffer_(other.buffer_), data_(other.data_), first_(other.first_), size_(other.size_), clean_(other.clean_) {
   other.owner_ = nullptr;
   other.data_ = nullptr;
 }
 
 BitmapSnapshot& BitmapSnapshot::operator=(BitmapSnapshot&& other) noexcept {
   if (this != &other) {
-    if (owner_) owner_->release(buffer_, clean_ ? 0 : size_);
+    if (owner_) owner_->release(buffer_, first_, clean_ ? first_ : size_);
     owner_ = other.owner_;
     buffer_ = other.buffer_;
     data_ = other.data_;
+    first_ = other.first_;
     size_ = other.size_;
     clean_ = other.clean_;
     other.owner_ = nullptr;
@@ -161,7 +174,7 @@ BitmapSnapshot& BitmapSnapshot::operator=(BitmapSnapshot&& other) noexcept {
 }
 
 BitmapSnapshot::~BitmapSnapshot() {
-  if (owner_) owner_->release(buffer_, clean_ ? 0 : size_);
+  if (owner_) owner_->release(buffer_, first_, clean_ ? first_ : size_);
 }
 
 bool BitmapSnapshot::test(Address addr) const noexcept {
@@ -197,15 +210,15 @@ OBJPROF_ALWAYS_INLINE std::uint64_t scan_words(std::uint8_t* data, std::size_t b
 
 #if defined(__x86_64__)
 template <ScanMode kMode>
-__attribute__((target("popcnt"))) std::uint64_t scan_popcnt(std::uint8_t* data, std::size_t words, WordList* out) {
-  return scan_words<kMode>(data, 0, words, out);
+__attribute__((target("popcnt"))) std::uint64_t scan_popcnt(std::uint8_t* data, std::size_t first, std::size_t words, WordList* out) {
+  return scan_words<kMode>(data, first, words, out);
 }
 
 // A bitmap is mostly zero: one test per 64 bytes (8 words), the words only where it fails.
 template <ScanMode kMode>
-__attribute__((target("avx2,popcnt"))) std::uint64_t scan_avx2(std::uint8_t* data, std::size_t words, WordList* out) {
+__attribute__((target("avx2,popcnt"))) std::uint64_t scan_avx2(std::uint8_t* data, std::size_t first, std::size_t words, WordList* out) {
   std::uint64_t n = 0;
-  std::size_t w = 0;
+  std::size_t w = first;
   for (; w + 8 <= words; w += 8) {
     const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + w * 8));
     const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + w * 8 + 32));
@@ -252,15 +265,16 @@ BitmapScan chosen_scan() noexcept {
   return chosen;
 }
 
+// Words [first, words).
 template <ScanMode kMode>
-std::uint64_t scan(BitmapScan path, std::uint8_t* data, std::size_t words, WordList* out) {
+std::uint64_t scan(BitmapScan path, std::uint8_t* data, std::size_t first, std::size_t words, WordList* out) {
 #if defined(__x86_64__)
-  if (path == BitmapScan::kAvx2) return scan_avx2<kMode>(data, words, out);
-  if (path == BitmapScan::kPopcnt) return scan_popcnt<kMode>(data, words, out);
+  if (path == BitmapScan::kAvx2) return scan_avx2<kMode>(data, first, words, out);
+  if (path == BitmapScan::kPopcnt) return scan_popcnt<kMode>(data, first, words, out);
 #else
   (void)path;
 #endif
-  return scan_words<kMode>(data, 0, words, out);
+  return scan_words<kMode>(data, first, words, out);
 }
 
 }  // namespace
@@ -285,7 +299,7 @@ Result<BitmapScan> bitmap_scan_from_name(std::string_view name) {
 
 // kCount and kCollect only read: the const_casts below never write through.
 std::uint64_t BitmapSnapshot::count() const noexcept {
-  return scan<ScanMode::kCount>(chosen_scan(), const_cast<std::uint8_t*>(data_), size_ / 8, nullptr);
+  return scan<ScanMode::kCount>(chosen_scan(), const_cast<std::uint8_t*>(data_), first_ / 8, size_ / 8, nullptr);
 }
 
 std::uint64_t BitmapSnapshot::count_and_clear() noexcept { return count_and_clear_with(chosen_scan()); }
@@ -293,7 +307,7 @@ std::uint64_t BitmapSnapshot::count_and_clear() noexcept { return count_and_clea
 std::uint64_t BitmapSnapshot::count_and_clear_with(BitmapScan path) noexcept {
   if (!cpu_has(path)) path = chosen_scan();
   // The snapshot owns its buffer (mutators write to the other one now).
-  const std::uint64_t n = scan<ScanMode::kClear>(path, buffer_.data, size_ / 8, nullptr);
+  const std::uint64_t n = scan<ScanMode::kClear>(path, buffer_.data, first_ / 8, size_ / 8, nullptr);
   clean_ = true;
   return n;
 }
@@ -311,7 +325,7 @@ std::uint64_t BitmapSnapshot::nonzero_words(WordList& out) const { return nonzer
 std::uint64_t BitmapSnapshot::nonzero_words_with(BitmapScan path, WordList& out) const {
   out.clear();
   if (!cpu_has(path)) path = chosen_scan();
-  return scan<ScanMode::kCollect>(path, const_cast<std::uint8_t*>(data_), size_ / 8, &out);
+  return scan<ScanMode::kCollect>(path, const_cast<std::uint8_t*>(data_), first_ / 8, size_ / 8, &out);
 }
 
 }  // namespace objprof

@@ -634,9 +634,9 @@ namespace {
 void write_bitmap(EventBuffer& out, std::uint32_t space, const BitmapSnapshot& snap,
                   const std::vector<std::pair<std::uint64_t, std::uint64_t>>& nonzero) {
   const auto bytes = snap.bytes();
-  const std::size_t words = bytes.size() / 8;
+  const std::size_t first_word = snap.first_byte() / 8, words = bytes.size() / 8;  // the window
   if (nonzero.empty()) return;
-  if (nonzero.size() * 2 < words) {
+  if (nonzero.size() * 2 < words - first_word) {
     const std::size_t per = (out.capacity() - 16) / 16;
     for (std::size_t first = 0; first < nonzero.size(); first += per) {
       const std::size_t n = std::min(per, nonzero.size() - first);
@@ -651,7 +651,7 @@ void write_bitmap(EventBuffer& out, std::uint32_t space, const BitmapSnapshot& s
     }
   } else {
     const std::size_t per = (out.capacity() - 24) / 8;
-    for (std::size_t first = 0; first < words; first += per) {
+    for (std::size_t first = first_word; first < words; first += per) {
       const std::size_t n = std::min(per, words - first);
       std::uint8_t* p = out.begin_record(1 + 4 + 8 + 4 + n * 8);
       p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kBitmapDense));

@@ -54,7 +54,9 @@ struct GlobalHook {
 
 using Alloc = void* (*)(void*, void*, std::size_t, std::size_t);
 // Called by lua_newstate: the hooks of a state with objprof's allocator go to its profiler.
-void init(GlobalHook& hook, Alloc frealloc, void* ud) noexcept;
+// main_thread: the state's only object so far (lua_newstate links it into allgc first); it is
+// not a heap object for the profiler, but barriers mark it.
+void init(GlobalHook& hook, Alloc frealloc, void* ud, const GCObject* main_thread) noexcept;
 void on_newobj(lua_State* L, GCObject* o, std::size_t size);
 void on_free(lua_State* L, GCObject* o);
 void on_resize(lua_State* L, GCObject* o);
@@ -103,7 +105,7 @@ inline void reset_caches(GlobalHook& hook) noexcept { hook.call_slot.reset(); }
 }  // namespace objprof_lua
 
 #define luai_objprof_gfield		objprof_lua::GlobalHook objprof;
-#define luai_objprof_init(g)		objprof_lua::init((g)->objprof, (g)->frealloc, (g)->ud)
+#define luai_objprof_init(g)		objprof_lua::init((g)->objprof, (g)->frealloc, (g)->ud, (g)->allgc)
 #define luai_objprof_newobj(L,o,sz)	objprof_lua::on_newobj(L, o, sz)
 #define luai_objprof_free(L,o)		objprof_lua::on_free(L, o)
 #define luai_objprof_resize(L,o)	objprof_lua::on_resize(L, o)

@@ -156,6 +156,12 @@ struct Vm {
   // writes a trace or checks the hooks (`every_resize`): on_resize then stops at the footprint.
   std::uint64_t min_tracked = 0;
   bool every_resize = true;
+  // The low end of the bitmap window harvests scan (Profiler::set_space_used_from), as an
+  // offset into the region: oneTBB's pool carves each block it takes from the region from the
+  // block's top down, so a small heap's objects sit in the top of its first block (richards:
+  // the top 320 KiB of 2 MiB) and the rest of the bitmap below them stays zero.
+  std::uint64_t used_from = 0;
+  static constexpr std::uint64_t kWindowStep = 64 << 10;  // lowered in steps: rare calls
   std::array<Address, kFreeBatch> dead{};
   std::size_t ndead = 0;
 
@@ -170,6 +176,14 @@ char* RawAlloc::allocate(std::size_t n) {
 void RawAlloc::deallocate(char* p, std::size_t n) { vm->region.give_back(p, n); }
 
 namespace {
+
+// Lowers the harvest window to cover addr before anything can mark it.
+inline void cover(Vm& vm, Address addr) {
+  const std::uint64_t offset = addr - reinterpret_cast<Address>(vm.region.begin());
+  if (offset >= vm.used_from) [[likely]] return;
+  vm.used_from = offset & ~(Vm::kWindowStep - 1);
+  vm.prof->set_space_used_from(vm.space_id, vm.used_from);
+}
 
 // The deaths buffered since the last flush, to the profiler in one call.
 void flush_frees(Vm& vm) {
@@ -393,11 +407,12 @@ void close_vm(Vm& vm, lua_State* L) {
     const objprof::ProfilerStats st = vm.prof->stats();
     std::fprintf(stderr,
                  "objprof: stats: %llu GCs, %llu objects (%llu bytes) allocated, %llu tracked, %llu freed, "
-                 "%llu marked granules, heap region used %llu bytes, trace %llu bytes, %llu protocol errors\n",
+                 "%llu marked granules, heap region used %llu bytes (objects from %llu), trace %llu bytes, "
+                 "%llu protocol errors\n",
                  (unsigned long long)st.epoch, (unsigned long long)st.objects_allocated,
                  (unsigned long long)st.bytes_allocated, (unsigned long long)st.objects_tracked,
                  (unsigned long long)st.frees, (unsigned long long)st.bits_harvested,
-                 (unsigned long long)vm.region.used(), (unsigned long long)st.trace_bytes,
+                 (unsigned long long)vm.region.used(), (unsigned long long)vm.used_from, (unsigned long long)st.trace_bytes,
                  (unsigned long long)st.protocol_errors);
   }
   vm.closed = true;
@@ -446,6 +461,8 @@ Vm* create_vm() {
   }
   vm->space_id = *vm->prof->add_space(*space);
   vm->prof->set_space_used(vm->space_id, 0);  // filled from the start (Region::take)
+  vm->used_from = vm->region.bytes();  // and no object yet: cover() lowers the window's low end
+  vm->prof->set_space_used_from(vm->space_id, vm->used_from);
   vm->space = &vm->prof->barrier_descriptor(vm->space_id);
   for (const TypeName& t : kTypes) (void)vm->prof->define_type({static_cast<std::uint32_t>(t.tag), t.name, 0, false});
   (void)vm->prof->define_site({kCSite, 0, "[C]", objprof::SiteInfo::kNoOffset});
@@ -468,10 +485,11 @@ bool incremental_forced(const Vm& vm) noexcept { return vm.opt.gc == GcMode::kIn
 Alloc allocator(Alloc) noexcept { return &vm_alloc; }
 void* allocator_ud(void*) { return create_vm(); }
 
-void init(GlobalHook& hook, Alloc frealloc, void* ud) noexcept {
+void init(GlobalHook& hook, Alloc frealloc, void* ud, const GCObject* main_thread) noexcept {
   new (&hook.call_slot) objprof::BarrierSlot();  // global_State is raw memory from the allocator
   if (frealloc == &vm_alloc) {
     Vm* vm = static_cast<Vm*>(ud);
+    cover(*vm, reinterpret_cast<Address>(main_thread));
     hook.vm = vm;
     hook.space = vm->space;
     hook.root_marks = vm->opt.elim;
@@ -518,6 +536,7 @@ void on_newobj(lua_State* L, GCObject* o, std::size_t size) {
   }
   const std::uint32_t site = site_of(*vm, L);
   const auto addr = reinterpret_cast<Address>(o);
+  cover(*vm, addr);  // before on_alloc and before the program can access it
   if (o->tt == LUA_VTABLE || o->tt == LUA_VTHREAD) vm->recent[Vm::recent_slot(addr)] = {addr, site};
   vm->prof->on_alloc(*vm->thread, site, o->tt, addr, size);
   // Barrier elimination counts a new table as accessed (ElimOptions::allocation_marks, for

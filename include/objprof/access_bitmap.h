@@ -20,6 +20,7 @@
 #include "objprof/heap_space.h"
 #include "objprof/result.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -106,8 +107,18 @@ class AccessBitmap {
   // By default the whole space is in use; the first call, made before any object is placed,
   // replaces that default.
   void set_used(std::uint64_t space_bytes) noexcept;
-  // Bitmap bytes a harvest covers now.
+  // The other end of the same window: no object starts below `space_offset` (bytes from the
+  // space's start) so far, so harvests skip the bitmap below it too. An allocator that carves
+  // its blocks from their top down (oneTBB's pool does) leaves the low part of a region empty
+  // for long. It only decreases (a larger value is ignored); the runtime must call it before
+  // placing an object below the old mark. By default harvests start at the space's start; the
+  // first call, made before any object is placed, replaces that default. A mark below the
+  // window breaks that contract and is neither harvested nor cleared.
+  void set_used_from(std::uint64_t space_offset) noexcept;
+  // Bitmap bytes a harvest covers now: [used_from_byte(), used_bytes()) (empty when the first
+  // is not below the second).
   std::size_t used_bytes() const noexcept { return used_bytes_.load(std::memory_order_acquire); }
+  std::size_t used_from_byte() const noexcept { return used_from_.load(std::memory_order_acquire); }
 
   // Swaps in a zeroed buffer and returns the bits of the epoch that just ended. The bitmap
   // is all zero afterwards. Holding more than one snapshot at a time makes the bitmap mmap an
@@ -123,14 +134,17 @@ class AccessBitmap {
   };
 
   AccessBitmap(const HeapSpace& space, std::size_t bytes);
-  // Called by ~BitmapSnapshot: clear the first `used` bytes (the snapshot's) and return to pool.
-  void release(Buffer buffer, std::size_t used) noexcept;
+  // Called by ~BitmapSnapshot: clear bytes [first, end) (the snapshot's window) and return the
+  // buffer to the pool.
+  void release(Buffer buffer, std::size_t first, std::size_t end) noexcept;
 
   BarrierDescriptor desc_;  // first member: hot fields on the first cache line
   HeapSpace space_;
   std::size_t bytes_ = 0;
   std::atomic<std::size_t> used_bytes_{0};
   std::atomic<bool> used_set_{false};
+  std::atomic<std::size_t> used_from_{0};  // a multiple of 8
+  std::atomic<bool> used_from_set_{false};
   Buffer active_;
   std::mutex pool_mutex_;  // guards spares_ (collector side only)
   std::vector<Buffer> spares_;
@@ -160,6 +174,9 @@ class BitmapSnapshot {
 
   const HeapSpace& space() const noexcept { return owner_->space(); }
   std::span<const std::uint8_t> bytes() const noexcept { return {data_, size_}; }
+  // Where the window that may hold marks starts in bytes() (AccessBitmap::set_used_from): every
+  // byte before it is zero. A multiple of 8.
+  std::size_t first_byte() const noexcept { return first_; }
   bool test(Address addr) const noexcept;
   bool test_granule(std::uint64_t granule) const noexcept {
     return (granule >> 3) < size_ && ((data_[granule >> 3] >> (granule & 7)) & 1);
@@ -187,7 +204,7 @@ class BitmapSnapshot {
   template <class Fn>
   void for_each_marked(Fn&& fn) const {
     const HeapSpace& s = space();
-    for (std::size_t w = 0; w < size_ / 8; ++w) {
+    for (std::size_t w = first_ / 8; w < size_ / 8; ++w) {
       std::uint64_t word;
       __builtin_memcpy(&word, data_ + w * 8, 8);
       while (word) {
@@ -200,12 +217,13 @@ class BitmapSnapshot {
 
  private:
   friend class AccessBitmap;
-  BitmapSnapshot(AccessBitmap* owner, AccessBitmap::Buffer buffer, std::size_t size)
-      : owner_(owner), buffer_(buffer), data_(buffer.data), size_(size) {}
+  BitmapSnapshot(AccessBitmap* owner, AccessBitmap::Buffer buffer, std::size_t first, std::size_t size)
+      : owner_(owner), buffer_(buffer), data_(buffer.data), first_(std::min(first, size)), size_(size) {}
 
   AccessBitmap* owner_ = nullptr;
   AccessBitmap::Buffer buffer_;
   const std::uint8_t* data_ = nullptr;
+  std::size_t first_ = 0;  // the window [first_, size_) of bytes that may hold marks
   std::size_t size_ = 0;
   bool clean_ = false;  // clear_words() left the buffer all zero
 };

@@ -241,6 +241,9 @@ class Profiler {
   // its start): harvests scan only that part of its bitmap (AccessBitmap::set_used). Grow it
   // before placing an object beyond it; after the first call it never shrinks. Any thread.
   void set_space_used(SpaceId id, std::uint64_t bytes) { bitmap(id).set_used(bytes); }
+  // The window's other end (AccessBitmap::set_used_from): no object starts below `offset`
+  // bytes into the space yet. Lower it before placing an object below it. Any thread.
+  void set_space_used_from(SpaceId id, std::uint64_t offset) { bitmap(id).set_used_from(offset); }
   AccessBitmap& bitmap(SpaceId id);
   const BarrierDescriptor& barrier_descriptor(SpaceId id) { return bitmap(id).descriptor(); }
 

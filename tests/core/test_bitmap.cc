@@ -259,6 +259,59 @@ TEST_CASE("Bitmap of a space used from its start: harvests cover only the used p
   CHECK(fresh->used_bytes() == (1u << 20) / 64);
 }
 
+TEST_CASE("Bitmap window from used_from to used: harvests scan and clear only it, word indices stay absolute",
+          "[core][bitmap]") {
+  FakeHeap heap(1 << 20);  // 1 MiB space, 16 KiB of bitmap
+  auto bm = std::move(*AccessBitmap::create(heap.space()));
+  CHECK(bm->used_from_byte() == 0);  // from the start by default
+  bm->set_used_from(1 << 20);        // the first call sets it: no object yet
+  CHECK(bm->used_from_byte() == (1u << 20) / 64);
+  bm->set_used_from(600000);  // an object at 600000 (granule 75000, bitmap byte 9375): down to a word
+  CHECK(bm->used_from_byte() == 9375 / 8 * 8);
+  bm->set_used_from(900000);  // never rises
+  CHECK(bm->used_from_byte() == 9375 / 8 * 8);
+  const std::vector<std::size_t> marked = {600000, 600008, 700000, (1 << 20) - 8};
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> want;
+  for (std::size_t a : marked) {
+    bm->mark<MarkMode::kRacy>(heap.at(a));
+    const std::uint64_t g = a / 8;
+    if (!want.empty() && want.back().first == g / 64) want.back().second |= std::uint64_t{1} << (g % 64);
+    else want.emplace_back(g / 64, std::uint64_t{1} << (g % 64));
+  }
+  for (int round = 0; round < 3; ++round) {  // buffers come back clean and are reused
+    INFO("round " << round);
+    if (round > 0)
+      for (std::size_t a : marked) bm->mark<MarkMode::kRacy>(heap.at(a));
+    auto snap = std::move(*bm->snapshot_and_clear());
+    CHECK(snap.first_byte() == 9375 / 8 * 8);
+    CHECK(snap.count() == marked.size());
+    for (BitmapScan p : kAllBitmapScans) {
+      if (!bitmap_scan_supported(p)) continue;
+      INFO("path " << bitmap_scan_name(p));
+      std::vector<std::pair<std::uint64_t, std::uint64_t>> got;
+      CHECK(snap.nonzero_words_with(p, got) == marked.size());
+      CHECK(got == want);  // indices from the space's start, not the window's
+    }
+    std::vector<std::size_t> seen;
+    snap.for_each_marked([&](Address a) { seen.push_back(static_cast<std::size_t>(a - heap.at(0))); });
+    CHECK(seen == marked);
+    if (round == 1) CHECK(snap.count_and_clear() == marked.size());
+  }
+  for (int round = 0; round < 2; ++round) {  // both buffers: nothing left over
+    auto empty = std::move(*bm->snapshot_and_clear());
+    CHECK(empty.count() == 0);
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> none;
+    CHECK(empty.nonzero_words(none) == 0);
+  }
+  // With the high end below the low one the window is empty.
+  auto fresh = std::move(*AccessBitmap::create(heap.space()));
+  fresh->set_used(0);
+  fresh->set_used_from(1 << 20);
+  auto snap = std::move(*fresh->snapshot_and_clear());
+  CHECK(snap.first_byte() == 0);
+  CHECK(snap.count() == 0);
+}
+
 TEST_CASE("Bitmap snapshot cleared word by word returns its buffer all zero", "[core][bitmap]") {
   FakeHeap heap(1 << 16);
   auto bm = std::move(*AccessBitmap::create(heap.space()));
