@@ -312,6 +312,12 @@ std::uint64_t BitmapSnapshot::count_and_clear_with(BitmapScan path) noexcept {
   return n;
 }
 
+std::uint64_t BitmapSnapshot::clear_outside_window() noexcept {
+  // The snapshot owns its buffer (mutators write to the other one now).
+  return scan_words<ScanMode::kClear>(buffer_.data, 0, first_ / 8, nullptr) +
+         scan_words<ScanMode::kClear>(buffer_.data, size_ / 8, owner_->size_bytes() / 8, nullptr);
+}
+
 void BitmapSnapshot::clear_words(const WordList& nonzero) noexcept {
   // The snapshot owns its buffer (mutators write to the other one now).
   std::uint8_t* data = buffer_.data;

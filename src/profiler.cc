@@ -737,6 +737,17 @@ Status Profiler::gc_begin(GcKind kind) {
       in_gc_.store(false);
       return snap.error();
     }
+    if (check_hooks_) {
+      const std::size_t from = snap->first_byte(), to = snap->bytes().size();
+      if (const std::uint64_t stray = snap->clear_outside_window(); stray > 0) [[unlikely]] {
+        const HeapSpace& sp = st.bitmaps[s]->space();
+        const std::uint64_t per_byte = std::uint64_t{8} << sp.log2_alignment();
+        protocol_error("gc_begin", 0,
+                       fmt::format("{} marked granules of space {} lie outside the window [{:#x}, {:#x}) that "
+                                   "set_space_used_from / set_space_used declare; the marks are dropped",
+                                   stray, s, sp.begin() + from * per_byte, sp.begin() + to * per_byte));
+      }
+    }
     if (st.control) {  // the dump needs the marked words now: one pass counts and lists them
       st.bits_harvested += snap->nonzero_words(st.held_words[s]);
       write_bitmap(*st.control, static_cast<std::uint32_t>(s), *snap, st.held_words[s]);

@@ -113,7 +113,8 @@ class AccessBitmap {
   // for long. It only decreases (a larger value is ignored); the runtime must call it before
   // placing an object below the old mark. By default harvests start at the space's start; the
   // first call, made before any object is placed, replaces that default. A mark below the
-  // window breaks that contract and is neither harvested nor cleared.
+  // window breaks that contract and is neither harvested nor cleared (the profiler's hook
+  // checks find it: BitmapSnapshot::clear_outside_window).
   void set_used_from(std::uint64_t space_offset) noexcept;
   // Bitmap bytes a harvest covers now: [used_from_byte(), used_bytes()) (empty when the first
   // is not below the second).
@@ -199,6 +200,10 @@ class BitmapSnapshot {
   std::uint64_t count_and_clear() noexcept;
   // The same on a chosen path (one this CPU cannot run falls back to the best), for tests.
   std::uint64_t count_and_clear_with(BitmapScan path) noexcept;
+  // Marks outside the window (the runtime marked an object it had not declared with
+  // set_used / set_used_from): returns how many granules and zeroes them, so the buffer still
+  // goes back clean. A full pass over the bitmap: for hook checks, not for every harvest.
+  std::uint64_t clear_outside_window() noexcept;
 
   // Calls fn(Address) for every marked granule, in address order.
   template <class Fn>

@@ -76,3 +76,21 @@ TEST_CASE("used window: the same leaks, marks and trace with a window as without
     }
   }
 }
+
+TEST_CASE("used window: with hook checks, marks outside it are a protocol error and are dropped", "[core][protocol][bitmap]") {
+  ProfilerRig r(kSlots * kSlot);  // hook checks on (the rigs' default)
+  r.prof->set_space_used(0, kSlots * kSlot);
+  r.prof->set_space_used_from(0, 256 * kSlot);
+  r.prof->on_alloc(*r.thread, 1, 1024, r.at(300 * kSlot), 1024);
+  r.touch(300 * kSlot);
+  r.touch(10 * kSlot);  // no object declared there: below the window
+  r.gc();
+  REQUIRE(r.messages.size() == 1);
+  CHECK(r.messages[0].find("1 marked granules of space 0 lie outside the window") != std::string::npos);
+  CHECK(r.prof->stats().bits_harvested == 1);  // the object's mark alone
+  // The stray mark is gone: the buffer came back clean, and the next harvests see nothing.
+  r.gc();
+  r.gc();
+  CHECK(r.messages.size() == 1);
+  CHECK(r.prof->stats().bits_harvested == 1);
+}
