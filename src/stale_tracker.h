@@ -159,8 +159,10 @@ class StaleTracker {
     if (!space.is_aligned(a)) return false;
     return starts_[0].test((a - space.begin()) >> space.log2_alignment());
   }
-  // False only if no tracked object starts at `a` (until the next apply()).
-  bool may_hold(Address a) const noexcept {
+  // False only if no tracked object starts at `a` (until the next apply()). Always inlined:
+  // the collector hooks call it once per event (with the packed trace records beside it, GCC
+  // stopped inlining it into on_move's full path: +0.37 M instructions on points-semispace).
+  OBJPROF_ALWAYS_INLINE bool may_hold(Address a) const noexcept {
     for (std::size_t s = 0; s < spaces_.size(); ++s) {
       const Address off = a - spaces_[s].begin();
       if (off >= spaces_[s].size()) continue;

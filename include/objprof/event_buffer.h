@@ -87,8 +87,24 @@ class EventBuffer {
   // Strings longer than trace::kMaxString are cut to that length.
   static std::size_t string_bytes(std::string_view s) { return 2 + std::min(s.size(), trace::kMaxString); }
   static std::uint8_t* put_string(std::uint8_t* p, std::string_view s);
-  // Unsigned LEB128 (at most trace::kMaxUvarBytes bytes).
+  // Unsigned LEB128 (at most trace::kMaxUvarBytes bytes). Values of up to three bytes (most
+  // sizes, ids and address deltas) are written without the loop.
   static OBJPROF_ALWAYS_INLINE std::uint8_t* put_uvar(std::uint8_t* p, std::uint64_t v) {
+    if (v < 0x80) {
+      *p = static_cast<std::uint8_t>(v);
+      return p + 1;
+    }
+    if (v < 0x4000) {
+      p[0] = static_cast<std::uint8_t>(v | 0x80);
+      p[1] = static_cast<std::uint8_t>(v >> 7);
+      return p + 2;
+    }
+    if (v < 0x20'0000) {
+      p[0] = static_cast<std::uint8_t>(v | 0x80);
+      p[1] = static_cast<std::uint8_t>((v >> 7) | 0x80);
+      p[2] = static_cast<std::uint8_t>(v >> 14);
+      return p + 3;
+    }
     while (v >= 0x80) {
       *p++ = static_cast<std::uint8_t>(v | 0x80);
       v >>= 7;

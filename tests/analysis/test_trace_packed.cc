@@ -76,10 +76,13 @@ TEST_CASE("packed records: every field round-trips, across many chunk boundaries
   std::vector<AllocKey> allocs;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> resizes, moves;
   std::vector<std::uint64_t> frees;
+  // Ids on every varint length boundary (1, 2, 3 bytes and the loop beyond), and random ones.
+  constexpr std::uint32_t kEdges[] = {0, 0x7F, 0x80, 0x3FFF, 0x4000, 0x1F'FFFF, 0x20'0000, 0xFFF'FFFF, 0x1000'0000};
   const auto field32 = [&] {
-    switch (rng() % 3) {
+    switch (rng() % 4) {
       case 0: return static_cast<std::uint32_t>(rng() % 128);
       case 1: return static_cast<std::uint32_t>(rng());
+      case 2: return kEdges[rng() % std::size(kEdges)];
       default: return 0xFFFF'FFFFu;
     }
   };
