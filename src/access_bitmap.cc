@@ -121,29 +121,35 @@ Result<BitmapSnapshot> AccessBitmap::snapshot_and_clear() {
   return BitmapSnapshot(this, old, used_from_.load(std::memory_order_acquire), used_bytes_.load(std::memory_order_acquire));
 }
 
-void AccessBitmap::set_used_from(std::uint64_t space_offset) noexcept {
-  const std::uint64_t granule_bits = std::uint64_t{8} << space_.log2_alignment();  // space bytes per bitmap byte
-  const std::uint64_t want = std::min<std::uint64_t>((space_offset / granule_bits) & ~std::uint64_t{7}, bytes_);
-  if (!used_from_set_.exchange(true, std::memory_order_acq_rel)) {
-    used_from_.store(static_cast<std::size_t>(want), std::memory_order_release);  // the first call sets it
+
+namespace {
+
+// One end of the harvest window: the first call sets it (replacing the default), later ones
+// only widen the window (`wider(cur, want)`), whatever order racing threads call in.
+template <class Wider>
+void widen_window_end(std::atomic<std::size_t>& end, std::atomic<bool>& set, std::size_t want, Wider wider) noexcept {
+  if (!set.exchange(true, std::memory_order_acq_rel)) {
+    end.store(want, std::memory_order_release);
     return;
   }
-  std::size_t cur = used_from_.load(std::memory_order_relaxed);
-  while (cur > want && !used_from_.compare_exchange_weak(cur, static_cast<std::size_t>(want), std::memory_order_acq_rel)) {
+  std::size_t cur = end.load(std::memory_order_relaxed);
+  while (wider(cur, want) && !end.compare_exchange_weak(cur, want, std::memory_order_acq_rel)) {
   }
 }
 
+}  // namespace
+
 void AccessBitmap::set_used(std::uint64_t space_bytes) noexcept {
   const std::uint64_t granule_bits = std::uint64_t{8} << space_.log2_alignment();  // space bytes per bitmap byte
-  std::uint64_t want = (space_bytes + granule_bits - 1) / granule_bits;
+  std::uint64_t want = (space_bytes + granule_bits - 1) / granule_bits;  // up to a whole word
   want = std::min<std::uint64_t>((want + 7) & ~std::uint64_t{7}, bytes_);
-  if (!used_set_.exchange(true, std::memory_order_acq_rel)) {
-    used_bytes_.store(static_cast<std::size_t>(want), std::memory_order_release);  // the first call sets it
-    return;
-  }
-  std::size_t cur = used_bytes_.load(std::memory_order_relaxed);
-  while (cur < want && !used_bytes_.compare_exchange_weak(cur, static_cast<std::size_t>(want), std::memory_order_acq_rel)) {
-  }
+  widen_window_end(used_bytes_, used_set_, static_cast<std::size_t>(want), [](std::size_t cur, std::size_t w) { return cur < w; });
+}
+
+void AccessBitmap::set_used_from(std::uint64_t space_offset) noexcept {
+  const std::uint64_t granule_bits = std::uint64_t{8} << space_.log2_alignment();
+  const std::uint64_t want = std::min<std::uint64_t>((space_offset / granule_bits) & ~std::uint64_t{7}, bytes_);  // down to a word
+  widen_window_end(used_from_, used_from_set_, static_cast<std::size_t>(want), [](std::size_t cur, std::size_t w) { return cur > w; });
 }
 
 void AccessBitmap::release(Buffer buffer, std::size_t first, std::size_t end) noexcept {
