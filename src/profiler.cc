@@ -198,6 +198,47 @@ void release_held_bits(ProfilerState& st) {
   }
 }
 
+// The stale check's second condition: how many bytes a record's owner allocated since the
+// record's last access, against the owner's threshold. The candidates' owner is usually the
+// same from one record to the next (one mutator, or the program's clock): its clock is read
+// once per run of records of one owner, not per record.
+class IdleBytes {
+ public:
+  IdleBytes(ProfilerState& st, const ProfilerOptions& o, std::uint32_t epoch)
+      : st_(st), clocks_(st.clocks.view()), automatic_(o.stale_after_bytes == ProfilerOptions::kAutoStaleBytes),
+        fixed_(o.stale_after_bytes), epoch_(epoch) {}
+  // Looks the record's pair up (key()) and its idle bytes (idle()); true if they reach the
+  // threshold.
+  bool progressed(const internal::TrackedRecord& r) {
+    key_ = &st_.pairs[r.site_type];
+    if (key_->owner != owner_) {
+      owner_ = key_->owner;
+      clock_ = clocks_.read(owner_, epoch_);
+      threshold_ = automatic_ ? clock_.busiest_epoch() : fixed_;
+    }
+    idle_ = clock_.since(r.last_access);
+    return idle_ >= threshold_;
+  }
+  const internal::PairKey& key() const { return *key_; }
+  std::uint64_t idle() const { return idle_; }
+  // The program clock's threshold (the stats' stale_bytes_threshold).
+  std::uint64_t program_threshold() const {
+    return automatic_ ? clocks_.busiest_epoch(internal::ProgressClocks::kProgram) : fixed_;
+  }
+
+ private:
+  ProfilerState& st_;
+  internal::ProgressClocks::View clocks_;
+  bool automatic_;
+  std::uint64_t fixed_;
+  std::uint32_t epoch_;
+  std::uint32_t owner_ = ~std::uint32_t{0};
+  internal::ProgressClocks::View::Reading clock_;
+  std::uint64_t threshold_ = 0;
+  const internal::PairKey* key_ = nullptr;
+  std::uint64_t idle_ = 0;
+};
+
 // The stale check at the end of `epoch`: every stale object, into `out`; with `mark` (gc_end
 // only: it writes the records' reported flags), those not reported before are flagged new and
 // marked reported. Without it nothing shared is written, so possible_leaks() may run it.
@@ -205,32 +246,43 @@ void release_held_bits(ProfilerState& st) {
 std::uint64_t collect_stale(ProfilerState& st, const ProfilerOptions& o, std::uint32_t epoch, bool mark,
                             std::vector<internal::StaleObject>& out) {
   out.clear();
-  const internal::ProgressClocks::View clocks = st.clocks.view();
-  const bool automatic = o.stale_after_bytes == ProfilerOptions::kAutoStaleBytes;
+  IdleBytes idle(st, o, epoch);
   const std::uint32_t log2k = st.tracker.log2_granule(0);
-  std::uint64_t idle_bytes = 0;
-  auto progressed = [&](const internal::TrackedRecord& r) {
-    const std::uint32_t owner = st.pairs[r.site_type].owner;
-    idle_bytes = clocks.progress(owner, r.last_access, epoch);
-    return idle_bytes >= (automatic ? clocks.busiest_epoch(owner) : o.stale_after_bytes);
-  };
-  st.tracker.for_each_stale(epoch, o.stale_after_epochs, st.full_gc_after, progressed,
+  st.tracker.for_each_stale(epoch, o.stale_after_epochs, st.full_gc_after,
+                            [&](const internal::TrackedRecord& r) { return idle.progressed(r); },
                             [&](Address a, internal::TrackedRecord& r) {
-                              const internal::PairKey& k = st.pairs[r.site_type];
+                              const internal::PairKey& k = idle.key();
                               internal::StaleObject so;
                               so.addr = a;
                               so.size = std::uint64_t{r.size_flags & internal::StaleTracker::kSizeMask} << log2k;
                               so.site = k.site;
                               so.type = k.type;
                               so.idle_epochs = epoch - r.last_access;
-                              so.idle_bytes = idle_bytes;
+                              so.idle_bytes = idle.idle();
                               if (mark && !(r.size_flags & internal::StaleTracker::kReported)) {
                                 r.size_flags |= internal::StaleTracker::kReported;
                                 so.is_new = true;
                               }
                               out.push_back(so);
                             });
-  return automatic ? clocks.busiest_epoch(internal::ProgressClocks::kProgram) : o.stale_after_bytes;
+  return idle.program_threshold();
+}
+
+// gc_end's stale check: the whole list (collect_stale) only when an object becomes stale in
+// this epoch, since gc_end uses the list only to group the newly stale with the rest. Usually
+// none does, and the records already reported are passed over with the epoch tests alone (a
+// program whose few tracked objects stay stale for hundreds of GCs re-listed them every GC).
+std::uint64_t check_stale_at_gc_end(ProfilerState& st, const ProfilerOptions& o, std::uint32_t epoch,
+                                    std::vector<internal::StaleObject>& out) {
+  {
+    IdleBytes idle(st, o, epoch);
+    if (!st.tracker.any_unreported_stale(epoch, o.stale_after_epochs, st.full_gc_after,
+                                         [&](const internal::TrackedRecord& r) { return idle.progressed(r); })) {
+      out.clear();
+      return idle.program_threshold();
+    }
+  }  // collect_stale takes the clocks' lock again
+  return collect_stale(st, o, epoch, true, out);
 }
 
 // A detached thread's objects move to the program's clock, and its slot is freed for reuse
@@ -970,7 +1022,7 @@ Status Profiler::gc_end() {
 
   // This cycle proves its survivors reachable only if it examined the whole heap.
   if (st.gc_kind != GcKind::kMinor) st.full_gc_after = std::uint64_t{e} + 1;
-  st.stale_bytes = collect_stale(st, options_, e, true, st.stale);
+  st.stale_bytes = check_stale_at_gc_end(st, options_, e, st.stale);
   std::vector<internal::StaleObject> fresh;
   for (const internal::StaleObject& o : st.stale)
     if (o.is_new) fresh.push_back(o);

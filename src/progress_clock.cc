@@ -71,21 +71,4 @@ std::size_t ProgressClocks::slots_in_use() const {
   return slots_.size() - free_.size();
 }
 
-std::uint64_t ProgressClocks::value(const Slot& s, std::uint64_t epoch) {
-  if (s.bytes.empty() || epoch < s.first_epoch) return 0;  // before the thread allocated anything here
-  const std::uint64_t i = epoch - s.first_epoch;
-  return i < s.bytes.size() ? s.bytes[i] : s.bytes.back();
-}
-
-std::uint64_t ProgressClocks::View::busiest_epoch(std::uint32_t slot) const {
-  return slot < c_->slots_.size() ? c_->slots_[slot].busiest : 0;
-}
-
-std::uint64_t ProgressClocks::View::progress(std::uint32_t slot, std::uint64_t from, std::uint64_t to) const {
-  if (to <= from || slot >= c_->slots_.size()) return 0;
-  const Slot& s = c_->slots_[slot];
-  const std::uint64_t a = value(s, from), b = value(s, to);
-  return b > a ? b - a : 0;
-}
-
 }  // namespace objprof::internal

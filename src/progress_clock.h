@@ -36,15 +36,51 @@ class ProgressClocks {
   bool is_closed(std::uint32_t slot) const;
   void release_closed();
 
+ private:
+  struct Slot {
+    std::uint64_t first_epoch = 0;     // the first gc_begin it saw
+    std::vector<std::uint64_t> bytes;  // at gc_begin(first_epoch + i)
+    std::uint64_t busiest = 0;         // largest step between two consecutive values (the first from 0)
+    bool in_use = false, closed = false;
+  };
+
+ public:
   // Reads under one lock (the stale check asks once per candidate object).
   class View {
    public:
     explicit View(const ProgressClocks& c) : lock_(c.mutex_), c_(&c) {}
-    // Bytes allocated on `slot`'s clock from the end of epoch `from` to the end of epoch `to`
-    // (`to` already recorded; 0 when to <= from).
-    std::uint64_t progress(std::uint32_t slot, std::uint64_t from, std::uint64_t to) const;
     // The most `slot` allocated in one epoch so far (the automatic threshold).
-    std::uint64_t busiest_epoch(std::uint32_t slot) const;
+    std::uint64_t busiest_epoch(std::uint32_t slot) const {
+      return slot < c_->slots_.size() ? c_->slots_[slot].busiest : 0;
+    }
+
+    // `slot`'s clock read at the end of epoch `to` (already recorded). The stale check reads an
+    // owner's clock once and asks it for every candidate of that owner, so the slot's lookup
+    // and its value at `to` are not repeated per object.
+    class Reading {
+     public:
+      // Bytes allocated on the slot's clock from the end of epoch `from` to the reading's `to`
+      // (0 when `to` <= `from`).
+      std::uint64_t since(std::uint64_t from) const {
+        if (slot_ == nullptr || to_ <= from) return 0;
+        const std::uint64_t a = value(*slot_, from);
+        return at_to_ > a ? at_to_ - a : 0;
+      }
+      std::uint64_t busiest_epoch() const { return slot_ != nullptr ? slot_->busiest : 0; }
+
+     private:
+      friend class View;
+      const Slot* slot_ = nullptr;
+      std::uint64_t to_ = 0, at_to_ = 0;
+    };
+    Reading read(std::uint32_t slot, std::uint64_t to) const {
+      Reading r;
+      if (slot >= c_->slots_.size()) return r;
+      r.slot_ = &c_->slots_[slot];
+      r.to_ = to;
+      r.at_to_ = value(*r.slot_, to);
+      return r;
+    }
 
    private:
     std::unique_lock<std::mutex> lock_;
@@ -55,13 +91,11 @@ class ProgressClocks {
   std::size_t slots_in_use() const;
 
  private:
-  struct Slot {
-    std::uint64_t first_epoch = 0;     // the first gc_begin it saw
-    std::vector<std::uint64_t> bytes;  // at gc_begin(first_epoch + i)
-    std::uint64_t busiest = 0;         // largest step between two consecutive values (the first from 0)
-    bool in_use = false, closed = false;
-  };
-  static std::uint64_t value(const Slot& s, std::uint64_t epoch);
+  static std::uint64_t value(const Slot& s, std::uint64_t epoch) {
+    if (s.bytes.empty() || epoch < s.first_epoch) return 0;  // before the thread allocated anything here
+    const std::uint64_t i = epoch - s.first_epoch;
+    return i < s.bytes.size() ? s.bytes[i] : s.bytes.back();
+  }
 
   mutable std::mutex mutex_;  // attach/detach from any thread against the collector's reads
   std::vector<Slot> slots_{Slot{0, {}, true, false}};

@@ -182,8 +182,15 @@ class StaleTracker {
   void for_each_stale(std::uint32_t epoch, std::uint32_t k, std::uint64_t full_after, Progressed&& progressed, Fn&& fn) {
     for (std::size_t s = 0; s < tables_.size(); ++s)
       for (TrackedRecord& r : tables_[s])
-        if (epoch - r.last_access >= k && epoch >= r.last_access && full_after > r.last_access && progressed(r))
-          fn(spaces_[s].address_of(r.granule), r);
+        if (idle_enough(r, epoch, k, full_after) && progressed(r)) fn(spaces_[s].address_of(r.granule), r);
+  }
+  // Whether some record not reported yet is stale by the same tests: stops at the first.
+  template <class Progressed>
+  bool any_unreported_stale(std::uint32_t epoch, std::uint32_t k, std::uint64_t full_after, Progressed&& progressed) const {
+    for (const auto& t : tables_)
+      for (const TrackedRecord& r : t)
+        if (!(r.size_flags & kReported) && idle_enough(r, epoch, k, full_after) && progressed(r)) return true;
+    return false;
   }
 
   // site_type = map(site_type) for every record (a detached thread's objects go to the program's
@@ -195,6 +202,10 @@ class StaleTracker {
         if (r.site_type != kDead) r.site_type = map(r.site_type);
     for (auto& y : young_)
       for (TrackedRecord& r : y) r.site_type = map(r.site_type);
+  }
+
+  static bool idle_enough(const TrackedRecord& r, std::uint32_t epoch, std::uint32_t k, std::uint64_t full_after) {
+    return epoch - r.last_access >= k && epoch >= r.last_access && full_after > r.last_access;
   }
 
   std::uint64_t live() const noexcept;

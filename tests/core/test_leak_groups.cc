@@ -219,4 +219,56 @@ TEST_CASE("Leak groups: ranked by size x idle epochs, not by size", "[core][stal
   CHECK(format_leak_group(groups[0]).find("Cache.put bci 3") != std::string::npos);
 }
 
+TEST_CASE("Leak groups: a later detection counts the group's objects reported before", "[core][stale][groups]") {
+  // gc_end lists the stale objects only at a GC where one of them is new: between detections
+  // nothing is called back, the on-demand views still see the old ones, and the next callback
+  // of the group counts them beside the new one.
+  Rig rig(0);  // GC_K alone: an epoch is a GC here
+  ThreadState& t = **rig.prof->attach_thread(1, "main");
+  const Address a = rig.alloc(t, kLeak, 512);
+  std::uint64_t gcs = 0;
+  while (rig.groups.empty() && gcs < 20) {
+    rig.gc();
+    ++gcs;
+  }
+  REQUIRE(rig.groups.size() == 1);
+  CHECK(rig.groups[0].objects == 1);
+  CHECK(rig.groups[0].new_objects == 1);
+  CHECK(rig.groups[0].sample == a);
+  const std::uint64_t first = rig.groups[0].epoch;
+  // Ten more GCs with `a` stale and nothing new: no callback, and `a` is still listed.
+  for (int i = 0; i < 10; ++i) rig.gc();
+  CHECK(rig.groups.size() == 1);
+  CHECK(rig.leaks.size() == 1);
+  std::vector<LeakGroup> now = rig.prof->possible_leak_groups();
+  REQUIRE(now.size() == 1);
+  CHECK(now[0].objects == 1);
+  CHECK(now[0].sample == a);
+  REQUIRE(rig.prof->possible_leaks().size() == 1);
+  // A second object of the same site goes stale: one callback for the group, both objects in it.
+  const Address b = rig.alloc(t, kLeak, 1024);
+  while (rig.groups.size() == 1 && gcs < 60) {
+    rig.gc();
+    ++gcs;
+  }
+  REQUIRE(rig.groups.size() == 2);
+  const LeakGroup& g = rig.groups[1];
+  CHECK(g.objects == 2);
+  CHECK(g.new_objects == 1);
+  CHECK(g.bytes == 512 + 1024);
+  CHECK(g.sample == a);  // idle the longest
+  CHECK(g.first_detected == first);
+  CHECK(g.last_detected == g.epoch);
+  CHECK(g.epoch > first + 10);
+  REQUIRE(rig.leaks.size() == 2);
+  CHECK(rig.leaks[1].addr == b);
+  // Touched again, `b` is no longer stale; `a` still is.
+  rig.touch(t, b);
+  rig.gc();
+  now = rig.prof->possible_leak_groups();
+  REQUIRE(now.size() == 1);
+  CHECK(now[0].objects == 1);
+  CHECK(now[0].sample == a);
+}
+
 }  // namespace test_leak_groups
