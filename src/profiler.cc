@@ -816,14 +816,35 @@ namespace {
 // on_move/on_free run once per object per GC, so each thread remembers its slot for the
 // profiler instance it last served (slots are stable until the profiler is destroyed, and a
 // new profiler has a new instance number even at a reused address).
-internal::CollectorLocal& collector_local(ProfilerState& st) {
-  thread_local std::uint64_t instance = 0;
-  thread_local internal::CollectorLocal* local = nullptr;
-  if (instance != st.instance) {
-    local = &st.collectors.local();
-    instance = st.instance;
+// The calling thread's CollectorLocal, cached per thread with the profiler's instance. Inlined
+// into the collector hooks (on_move runs once per moved object), the lookup out of line.
+thread_local std::uint64_t collector_instance = 0;
+thread_local internal::CollectorLocal* collector_local_ptr = nullptr;
+
+[[gnu::noinline]] internal::CollectorLocal& collector_local_slow(ProfilerState& st) {
+  collector_local_ptr = &st.collectors.local();
+  collector_instance = st.instance;
+  return *collector_local_ptr;
+}
+
+OBJPROF_ALWAYS_INLINE internal::CollectorLocal& collector_local(ProfilerState& st) {
+  if (collector_instance != st.instance) [[unlikely]] return collector_local_slow(st);
+  return *collector_local_ptr;
+}
+
+// Appends to a log whose growth is out of line, so the hooks' common path (room in the vector,
+// kept from GC to GC) needs no frame.
+template <class T>
+[[gnu::noinline]] void append_grown(std::vector<T>& log, const T& item) {
+  log.push_back(item);
+}
+template <class T>
+OBJPROF_ALWAYS_INLINE void append(std::vector<T>& log, const T& item) {
+  if (log.size() == log.capacity()) [[unlikely]] {
+    append_grown(log, item);
+    return;
   }
-  return *local;
+  log.push_back(item);
 }
 
 [[gnu::noinline]] void make_collector_buffer(ProfilerState& st, internal::CollectorLocal& local) {
@@ -846,7 +867,7 @@ void Profiler::on_move(Address from, Address to) {
       in_the_space(to, 0)) [[likely]] {
     internal::CollectorLocal& local = collector_local(*state_);
     ++local.moves_seen;
-    if (state_->tracker.may_hold_in_only_space(from)) local.moves.push_back({from, to});
+    if (state_->tracker.may_hold_in_only_space(from)) append(local.moves, internal::MoveLog{from, to});
     return;
   }
   move_in_full(from, to);
@@ -892,7 +913,7 @@ void Profiler::on_free(Address addr) {
   if (plain_collector_hooks_ && in_gc_.load(std::memory_order_relaxed) && in_the_space(addr, 0)) [[likely]] {
     internal::CollectorLocal& local = collector_local(*state_);
     ++local.frees_seen;
-    if (state_->tracker.may_hold_in_only_space(addr)) local.frees.push_back(addr);
+    if (state_->tracker.may_hold_in_only_space(addr)) append(local.frees, addr);
     return;
   }
   free_in_full(addr);
@@ -954,7 +975,7 @@ void Profiler::on_free_range(Address addr, std::uint64_t bytes) {
       [[likely]] {
     internal::CollectorLocal& local = collector_local(*state_);
     ++local.free_ranges_seen;
-    if (state_->tracker.may_hold_range(addr, bytes)) local.free_ranges.push_back({addr, bytes});
+    if (state_->tracker.may_hold_range(addr, bytes)) append(local.free_ranges, internal::FreeRangeLog{addr, bytes});
     return;
   }
   free_range_in_full(addr, bytes);
