@@ -32,6 +32,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -123,8 +124,12 @@ void gc_time(benchmark::State& state, const sim::LoadedWorkload* wl, sim::GcPoli
 // GCs of 5-10 us each gives a number dominated by timer and interrupt noise otherwise), at
 // least 8. Counted on one untimed run without the profiler: the collections a run makes do not
 // depend on the machine, so neither do the iteration counts.
+// OBJPROF_BENCH_GC_RUNS=N fixes the runs instead, with no calibration run: for counting
+// instructions (scripts/sim_gc_cost.sh), where one run is as good as many.
 constexpr std::uint64_t kGcsPerRepetition = 64;
 std::int64_t runs_per_repetition(const sim::LoadedWorkload* wl, sim::GcPolicy gc) {
+  if (const char* fixed = std::getenv("OBJPROF_BENCH_GC_RUNS"); fixed != nullptr && std::atoi(fixed) > 0)
+    return std::atoi(fixed);
   const GcRun r = one_gc_run(wl, gc, Profiling::kOff);
   const std::uint64_t gcs = std::max<std::uint64_t>(r.gcs, 1);
   return static_cast<std::int64_t>(std::clamp<std::uint64_t>((kGcsPerRepetition + gcs - 1) / gcs, 8, 256));

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Instructions executed in the simulated runtime's collections per run of a workload, without
+# the profiler (off), with it (on: stale tracking, no trace) and with the trace (trace), as
+# bench_sim_gc's gc/ benchmarks time them, counted by callgrind: exact and repeatable whatever
+# else the machine does. Counted: everything inside Heap::do_collect, the lazy sweep's steps
+# and the sweeps finished outside a collection (gc_end included), for one warm-up run plus one
+# run (OBJPROF_BENCH_GC_RUNS=1), halved.
+#   scripts/sim_gc_cost.sh [BIN_DIR] [PAIR ...]      # PAIR: listleak-semispace, scimark-lazysweep, ...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin="${1:-build/bin}"
+shift || true
+pairs=("$@")
+if ((${#pairs[@]} == 0)); then
+  for w in listleak points graph scimark; do
+    for g in semispace marksweep lazysweep; do pairs+=("$w-$g"); done
+  done
+fi
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+count() {  # count PAIR MODE: instructions of one run's collections
+  OBJPROF_BENCH_GC_RUNS=1 OBJPROF_BENCH_NO_PERF=1 valgrind --tool=callgrind --collect-atstart=no \
+    --toggle-collect='objprof::sim::Heap::do_collect*' --toggle-collect='objprof::sim::Heap::sweep_step_locked*' \
+    --toggle-collect='objprof::sim::Heap::detach_mutator*' --toggle-collect='objprof::sim::Heap::finish_sweep(*' \
+    --callgrind-out-file="$work/cg.out" "$bin/bench_sim_gc" --benchmark_filter="^gc/$1/$2/" \
+    --benchmark_repetitions=1 >/dev/null 2>"$work/err" || { cat "$work/err" >&2; exit 1; }
+  grep -m1 -E '^summary:|^totals:' "$work/cg.out" | awk '{ printf "%d", $2 / 2 }'
+}
+printf '%-20s %12s %12s %12s %8s %8s\n' pair "off Ir" "on Ir" "trace Ir" on/off trace/off
+logs=0
+logt=0
+for p in "${pairs[@]}"; do
+  off="$(count "$p" off)"
+  on="$(count "$p" on)"
+  tr="$(count "$p" trace)"
+  awk -v p="$p" -v a="$off" -v b="$on" -v c="$tr" \
+    'BEGIN { printf "%-20s %12d %12d %12d %7.3fx %7.3fx\n", p, a, b, c, b / a, c / a }'
+  logs="$(awk -v s="$logs" -v a="$off" -v b="$on" 'BEGIN { print s + log(b / a) }')"
+  logt="$(awk -v s="$logt" -v a="$off" -v c="$tr" 'BEGIN { print s + log(c / a) }')"
+done
+awk -v s="$logs" -v t="$logt" -v n="${#pairs[@]}" \
+  'BEGIN { printf "%-20s %12s %12s %12s %7.3fx %7.3fx\n", "geomean", "", "", "", exp(s / n), exp(t / n) }'
