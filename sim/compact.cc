@@ -24,28 +24,30 @@ void Heap::compact_marksweep(GcInfo& info) {
   compact_from_.clear();
   compact_to_.clear();
   Address free = ms_begin_;
-  FreeRuns deaths(profiler_, options_.free_ranges);
-  for (Address a = ms_begin_; a < ms_bump_;) {
-    const ObjHeader& h = header(a);
-    if (h.type == kFreeCellType) {
-      a += h.word;
-      continue;
+  with_death_reports(death_reports(profiler_, options_.free_ranges), [&](auto mode) {
+    FreeRuns<decltype(mode)::value> deaths(profiler_);
+    for (Address a = ms_begin_; a < ms_bump_;) {
+      const ObjHeader& h = header(a);
+      if (h.type == kFreeCellType) {
+        a += h.word;
+        continue;
+      }
+      const std::uint64_t size = object_size(a);
+      const std::uint64_t cell = cell_size(size);
+      if (is_marked(a)) {
+        deaths.flush(a);
+        compact_from_.push_back(a);
+        compact_to_.push_back(free);
+        free += cell;
+      } else {
+        deaths.dead(a);
+        ++info.freed_objects;
+        info.freed_bytes += size;
+      }
+      a += cell;
     }
-    const std::uint64_t size = object_size(a);
-    const std::uint64_t cell = cell_size(size);
-    if (is_marked(a)) {
-      deaths.flush(a);
-      compact_from_.push_back(a);
-      compact_to_.push_back(free);
-      free += cell;
-    } else {
-      deaths.dead(a);
-      ++info.freed_objects;
-      info.freed_bytes += size;
-    }
-    a += cell;
-  }
-  deaths.flush(ms_bump_);
+    deaths.flush(ms_bump_);
+  });
   auto forward = [&](std::uint64_t& slot) {
     if (slot < ms_begin_ || slot >= ms_bump_) return;  // null or a large object: never moves
     const auto it = std::lower_bound(compact_from_.begin(), compact_from_.end(), slot);

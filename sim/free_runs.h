@@ -1,44 +1,69 @@
 // How the sim's collectors report deaths: adjacent dead objects (with the free cells between
-// them) as one Profiler::on_free_range, a lone dead object as one on_free. A sweep's cost to
-// the profiler then follows the runs of dead cells, not the objects in them.
+// them) as one Profiler::on_free_range, a lone dead object as one on_free, or every dead object
+// as an on_free of its own. A sweep's cost to the profiler then follows the runs of dead cells,
+// not the objects in them. The mode is a template parameter, so that a collector loop that
+// reports nothing (no profiler) or each object carries no test of the others per object.
 #pragma once
 
 #include <objprof/profiler.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace objprof::sim {
 
+enum class DeathReports { kNone, kEach, kRuns };
+
+// The mode of a heap with `profiler` (null: none) and HeapOptions::free_ranges.
+inline DeathReports death_reports(const Profiler* profiler, bool ranges) {
+  if (profiler == nullptr) return DeathReports::kNone;
+  return ranges ? DeathReports::kRuns : DeathReports::kEach;
+}
+
+// fn(std::integral_constant<DeathReports, mode>{}) for the run-time `mode`.
+template <class Fn>
+decltype(auto) with_death_reports(DeathReports mode, Fn&& fn) {
+  switch (mode) {
+    case DeathReports::kEach: return fn(std::integral_constant<DeathReports, DeathReports::kEach>{});
+    case DeathReports::kRuns: return fn(std::integral_constant<DeathReports, DeathReports::kRuns>{});
+    case DeathReports::kNone: break;
+  }
+  return fn(std::integral_constant<DeathReports, DeathReports::kNone>{});
+}
+
+template <DeathReports kMode>
 class FreeRuns {
  public:
-  // Null profiler: reports nothing. ranges false: one on_free per dead object.
-  FreeRuns(Profiler* profiler, bool ranges) : profiler_(profiler), ranges_(ranges) {}
+  // The profiler may be null only with kNone.
+  explicit FreeRuns(Profiler* profiler) : profiler_(profiler) {}
   FreeRuns(const FreeRuns&) = delete;
   FreeRuns& operator=(const FreeRuns&) = delete;
 
-  // A dead object at `a`: it starts a run, or joins the one in progress. Free cells need no
-  // call: a run covers everything up to where it is flushed.
+  // A dead object at `a`: reported now (kEach), or it starts a run or joins the one in
+  // progress (kRuns). Free cells need no call: a run covers everything up to where it is
+  // flushed.
   void dead(Address a) {
-    if (!profiler_) return;
-    if (!ranges_) {
+    if constexpr (kMode == DeathReports::kEach) {
       profiler_->on_free(a);
-      return;
+    } else if constexpr (kMode == DeathReports::kRuns) {
+      if (count_++ == 0) begin_ = a;
     }
-    if (count_++ == 0) begin_ = a;
   }
   // A live object at `at`, or the walk stops at `at` (the end of a step or of the space): the
   // run so far, [first dead object, at), holds no live object and is reported, free cells and
   // all, as one on_free_range (one on_free for a lone dead object). The walk does no more per
   // cell than count: the range's end is where the walk already is.
   void flush(Address at) {
-    if (count_ == 1) profiler_->on_free(begin_);
-    else if (count_ > 1) profiler_->on_free_range(begin_, at - begin_);
-    count_ = 0;
+    if constexpr (kMode == DeathReports::kRuns) {
+      if (count_ == 0) return;
+      if (count_ == 1) profiler_->on_free(begin_);
+      else profiler_->on_free_range(begin_, at - begin_);
+      count_ = 0;
+    }
   }
 
  private:
   Profiler* profiler_;
-  bool ranges_;
   Address begin_ = 0;
   std::uint64_t count_ = 0;
 };

@@ -542,8 +542,23 @@ void Heap::collect_semispace(GcInfo& info) {
   // frees what the GC did not move, so a copying collector need not find its dead. The walk
   // only counts them for the collector's own statistics (without ranges, it reports each).
   const bool evacuate = profiler_ && options_.free_ranges;
-  FreeRuns deaths(evacuate ? nullptr : profiler_, false);
-  for (Address a = from_begin_; a < bump_;) {
+  if (profiler_ && !evacuate) walk_from_space<DeathReports::kEach>(info);
+  else walk_from_space<DeathReports::kNone>(info);
+  if (evacuate && bump_ > from_begin_) profiler_->on_free_range(from_begin_, bump_ - from_begin_);
+  std::swap(from_begin_, to_begin_);
+  std::swap(from_end_, to_end_);
+  bump_ = free;
+  info.live_bytes_after = bump_ - from_begin_;
+}
+
+// The from-space's dead after a copy: counted, and with kEach each reported (on_free). Two
+// loops, so that the one that only counts (no profiler, or a free range does the reporting)
+// carries nothing of the hook.
+template <DeathReports kMode>
+void Heap::walk_from_space(GcInfo& info) {
+  FreeRuns<kMode> deaths(profiler_);
+  const Address end = bump_;
+  for (Address a = from_begin_; a < end;) {
     const ObjHeader& h = header(a);
     if (h.flags & kForwarded) {
       a += object_size(h.word);
@@ -555,11 +570,6 @@ void Heap::collect_semispace(GcInfo& info) {
       a += size;
     }
   }
-  if (evacuate && bump_ > from_begin_) profiler_->on_free_range(from_begin_, bump_ - from_begin_);
-  std::swap(from_begin_, to_begin_);
-  std::swap(from_end_, to_end_);
-  bump_ = free;
-  info.live_bytes_after = bump_ - from_begin_;
 }
 
 void Heap::mark_serial() {

@@ -58,6 +58,8 @@
 
 namespace objprof::sim {
 
+enum class DeathReports;  // free_runs.h: how a collector loop reports deaths
+
 inline constexpr std::uint64_t kHeaderBytes = 16;
 inline constexpr std::uint64_t kSlotBytes = 8;
 inline constexpr std::uint32_t kFreeCellType = 0;
@@ -315,8 +317,10 @@ class Heap {
   bool sweep_cells(std::uint64_t budget);
   // The sweep loop, compiled once with death reports and once without (no profiler): the
   // runs' bookkeeping then costs the unprofiled sweep nothing.
-  template <bool kReport>
+  template <DeathReports kMode>
   bool sweep_cells_loop(std::uint64_t budget);
+  template <DeathReports kMode>
+  void walk_from_space(GcInfo& info);
   // The mark-sweep space's allocation (sweep.cc): best fit among the listed gaps, else the
   // bump region; list_free lists a gap (writing its free-cell header).
   Address ms_allocate(std::uint64_t cell);

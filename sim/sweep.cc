@@ -48,15 +48,16 @@ bool Heap::list_open_run(std::uint64_t cell) {
 }
 
 bool Heap::sweep_cells(std::uint64_t budget) {
-  return profiler_ ? sweep_cells_loop<true>(budget) : sweep_cells_loop<false>(budget);
+  return with_death_reports(death_reports(profiler_, options_.free_ranges),
+                            [&](auto mode) { return sweep_cells_loop<decltype(mode)::value>(budget); });
 }
 
-template <bool kReport>
+template <DeathReports kMode>
 bool Heap::sweep_cells_loop(std::uint64_t budget) {
   const Address stop = budget >= sweep_end_ - sweep_cursor_ ? sweep_end_ : sweep_cursor_ + budget;
   Address a = sweep_cursor_;
   // Reported before this step returns: mutators may allocate in the runs it frees.
-  FreeRuns deaths(profiler_, options_.free_ranges);
+  FreeRuns<kMode> deaths(profiler_);
   while (a < stop) {
     ObjHeader& h = header(a);
     std::uint64_t cell;
@@ -67,11 +68,11 @@ bool Heap::sweep_cells_loop(std::uint64_t budget) {
       const std::uint64_t size = object_size(a);
       cell = cell_size(size);
       if (is_marked(a)) {
-        if constexpr (kReport) deaths.flush(a);
+        deaths.flush(a);
         close_run(a);
         gc_.live_bytes_after += cell;
       } else {
-        if constexpr (kReport) deaths.dead(a);
+        deaths.dead(a);
         ++gc_.freed_objects;
         gc_.freed_bytes += size;
         h.type = kFreeCellType;
@@ -81,7 +82,7 @@ bool Heap::sweep_cells_loop(std::uint64_t budget) {
     }
     a += cell;
   }
-  if constexpr (kReport) deaths.flush(a);
+  deaths.flush(a);
   sweep_cursor_ = a;  // may pass `stop` by the rest of the last cell
   if (sweep_cursor_ < sweep_end_) return false;
   if (sweep_run_ != 0) {

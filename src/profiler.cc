@@ -44,16 +44,18 @@ struct ThreadTotals {
 };
 
 // What one collector thread logs during a GC cycle.
-struct CollectorLocal {
+// Its counts (every event, for ProfilerStats) come first: the hooks' inline paths reach them
+// through collector_cache.
+struct CollectorLocal : CollectorCounts {
   std::unique_ptr<EventBuffer> buffer;
   // Only events the stale tracker's region filter lets through (may concern a record).
   std::vector<MoveLog> moves;
   std::vector<RangeMoveLog> ranges;
   std::vector<Address> frees;
   std::vector<FreeRangeLog> free_ranges;
-  std::uint64_t moves_seen = 0, frees_seen = 0, free_ranges_seen = 0;  // every event, for ProfilerStats
-  std::uint64_t roots_seen = 0;
 };
+
+constinit thread_local CollectorThreadCache collector_cache{};
 
 // What a tracked record's site_type names.
 struct PairKey {
@@ -339,6 +341,7 @@ Profiler::Profiler(ProfilerOptions options)
       check_hooks_(options_.check_hooks),
       mark_on_alloc_(options_.mark_on_alloc),
       state_(std::make_unique<ProfilerState>()) {
+  instance_ = state_->instance;
   if (check_hooks_)
     state_->checker = std::make_unique<internal::HookChecker>(
         [this](std::string_view hook, Address addr, std::string what) { protocol_error(hook, addr, std::move(what)); });
@@ -488,6 +491,8 @@ void Profiler::write_header_once() {
     }
     slow_alloc_ = check_hooks_ || state_->spaces.size() != 1;
     plain_collector_hooks_ = !state_->checker && !state_->writer;  // in_the_space says "one space"
+    granule_mask_ = (std::uint64_t{1} << space_log2_granule_) - 1;
+    if (plain_collector_hooks_ && state_->spaces.size() == 1) tracked_starts_ = state_->tracker.alloc_starts();
     if (!state_->control) return;
     std::size_t bytes = 1 + 4 + 2;
     for (const HeapSpace& s : state_->spaces) bytes += 4 + 8 + 8 + EventBuffer::string_bytes(s.name());
@@ -807,6 +812,8 @@ Status Profiler::gc_begin(GcKind kind) {
     st.held_bits[s].emplace(std::move(*snap));
   }
   if (st.control) st.control->flush();
+  // The collector hooks' short paths, until gc_end.
+  short_hook_starts_.store(tracked_starts_, std::memory_order_relaxed);
   return {};
 }
 
@@ -814,22 +821,19 @@ namespace {
 
 // The calling collector thread's log. enumerable_thread_specific::local() is a hash lookup;
 // on_move/on_free run once per object per GC, so each thread remembers its slot for the
-// profiler instance it last served (slots are stable until the profiler is destroyed, and a
-// new profiler has a new instance number even at a reused address).
-// The calling thread's CollectorLocal, cached per thread with the profiler's instance. Inlined
-// into the collector hooks (on_move runs once per moved object), the lookup out of line.
-thread_local std::uint64_t collector_instance = 0;
-thread_local internal::CollectorLocal* collector_local_ptr = nullptr;
-
+// profiler instance it last served (internal::collector_cache: slots are stable until the
+// profiler is destroyed, and a new profiler has a new instance number even at a reused
+// address). Inlined into the collector hooks, the lookup out of line.
 [[gnu::noinline]] internal::CollectorLocal& collector_local_slow(ProfilerState& st) {
-  collector_local_ptr = &st.collectors.local();
-  collector_instance = st.instance;
-  return *collector_local_ptr;
+  internal::CollectorLocal& local = st.collectors.local();
+  internal::collector_cache = {st.instance, &local};
+  return local;
 }
 
 OBJPROF_ALWAYS_INLINE internal::CollectorLocal& collector_local(ProfilerState& st) {
-  if (collector_instance != st.instance) [[unlikely]] return collector_local_slow(st);
-  return *collector_local_ptr;
+  const internal::CollectorThreadCache& c = internal::collector_cache;
+  if (c.instance != st.instance) [[unlikely]] return collector_local_slow(st);
+  return *static_cast<internal::CollectorLocal*>(c.counts);
 }
 
 // Appends to a log whose growth is out of line, so the hooks' common path (room in the vector,
@@ -862,16 +866,9 @@ OBJPROF_ALWAYS_INLINE EventBuffer* collector_buffer(ProfilerState& st, internal:
 
 }  // namespace
 
-void Profiler::on_move(Address from, Address to) {
-  if (plain_collector_hooks_ && in_gc_.load(std::memory_order_relaxed) && in_the_space(from, 0) &&
-      in_the_space(to, 0)) [[likely]] {
-    internal::CollectorLocal& local = collector_local(*state_);
-    ++local.moves_seen;
-    if (state_->tracker.may_hold_in_only_space(from)) append(local.moves, internal::MoveLog{from, to});
-    return;
-  }
-  move_in_full(from, to);
-}
+internal::CollectorCounts& Profiler::collector_counts_slow() { return collector_local_slow(*state_); }
+
+void Profiler::log_move(Address from, Address to) { append(collector_local(*state_).moves, internal::MoveLog{from, to}); }
 
 void Profiler::move_in_full(Address from, Address to) {
   if (!in_gc_.load(std::memory_order_relaxed)) [[unlikely]] {
@@ -909,15 +906,7 @@ void Profiler::on_move_range(Address from, Address to, std::uint64_t bytes) {
   local.ranges.push_back({from, to, bytes});  // few, and a range may cover many regions
 }
 
-void Profiler::on_free(Address addr) {
-  if (plain_collector_hooks_ && in_gc_.load(std::memory_order_relaxed) && in_the_space(addr, 0)) [[likely]] {
-    internal::CollectorLocal& local = collector_local(*state_);
-    ++local.frees_seen;
-    if (state_->tracker.may_hold_in_only_space(addr)) append(local.frees, addr);
-    return;
-  }
-  free_in_full(addr);
-}
+void Profiler::log_free(Address addr) { append(collector_local(*state_).frees, addr); }
 
 void Profiler::free_in_full(Address addr) {
   if (!in_gc_.load(std::memory_order_relaxed)) [[unlikely]] {
@@ -970,15 +959,9 @@ void Profiler::on_free_batch(std::span<const Address> addrs) {
   }
 }
 
-void Profiler::on_free_range(Address addr, std::uint64_t bytes) {
-  if (plain_collector_hooks_ && in_gc_.load(std::memory_order_relaxed) && bytes != 0 && in_the_space(addr, bytes))
-      [[likely]] {
-    internal::CollectorLocal& local = collector_local(*state_);
-    ++local.free_ranges_seen;
-    if (state_->tracker.may_hold_range(addr, bytes)) append(local.free_ranges, internal::FreeRangeLog{addr, bytes});
-    return;
-  }
-  free_range_in_full(addr, bytes);
+void Profiler::log_free_range(Address addr, std::uint64_t bytes) {
+  if (state_->tracker.may_hold_range(addr, bytes))
+    append(collector_local(*state_).free_ranges, internal::FreeRangeLog{addr, bytes});
 }
 
 void Profiler::free_range_in_full(Address addr, std::uint64_t bytes) {
@@ -1014,6 +997,7 @@ void Profiler::on_root(Address addr) {
 
 Status Profiler::gc_end() {
   if (!in_gc_.load()) return make_error(ErrorCode::kProtocol, fmt::format("gc_end in epoch {} without gc_begin", epoch()));
+  short_hook_starts_.store(nullptr, std::memory_order_relaxed);
   ProfilerState& st = *state_;
   const auto e = static_cast<std::uint32_t>(epoch());
   // The merged logs keep their capacity from GC to GC.
@@ -1032,7 +1016,7 @@ Status Profiler::gc_end() {
     st.frees += local.frees_seen;
     st.free_ranges += local.free_ranges_seen;
     st.root_marks += local.roots_seen;
-    local.moves_seen = local.frees_seen = local.free_ranges_seen = local.roots_seen = 0;
+    static_cast<internal::CollectorCounts&>(local) = {};
   }
   std::vector<const BitmapSnapshot*>& bits = st.held_bit_ptrs;
   bits.clear();

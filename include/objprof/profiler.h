@@ -223,7 +223,23 @@ struct ProfilerStats {
   std::uint64_t path_searches = 0;       // heap walks for paths from roots
 };
 
-namespace internal { class StaleTracker; struct ProfilerState; }
+namespace internal {
+class StaleTracker;
+struct ProfilerState;
+// One collector thread's event counts (ProfilerStats::moves, frees, free_ranges, root_marks),
+// summed at gc_end.
+struct CollectorCounts {
+  std::uint64_t moves_seen = 0, frees_seen = 0, free_ranges_seen = 0, roots_seen = 0;
+};
+// The calling thread's counts for the profiler it last served as a collector (its instance
+// number: a new profiler at a reused address has another), so that the collector hooks' short
+// paths, inlined into the runtime's collector, count an event with one compare and one add.
+struct CollectorThreadCache {
+  std::uint64_t instance = 0;
+  CollectorCounts* counts = nullptr;
+};
+extern constinit thread_local CollectorThreadCache collector_cache;
+}  // namespace internal
 
 class Profiler {
  public:
@@ -297,10 +313,34 @@ class Profiler {
   std::uint64_t min_tracked_size() const noexcept { return min_tracked_size_; }
 
   // --- collector hooks ---
+  // The usual move, free and free range (no hook checks, no trace, one space, inside the
+  // bracket) of an object the stale tracker does not track is counted inline, with one bit
+  // test of the tracker's start bits (a copying or sweeping collector calls them once per
+  // object, and most objects are not tracked); everything else goes out of line.
   Status gc_begin(GcKind kind);
-  void on_move(Address from, Address to);
+  void on_move(Address from, Address to) {
+    if (const std::uint64_t* starts = short_hook_starts()) [[likely]] {
+      const Address off = from - space_begin_;
+      if (off < space_bytes_ && to - space_begin_ < space_bytes_) [[likely]] {
+        ++collector_counts().moves_seen;
+        if (tracked_start(starts, off)) log_move(from, to);
+        return;
+      }
+    }
+    move_in_full(from, to);
+  }
   void on_move_range(Address from, Address to, std::uint64_t bytes);
-  void on_free(Address addr);
+  void on_free(Address addr) {
+    if (const std::uint64_t* starts = short_hook_starts()) [[likely]] {
+      const Address off = addr - space_begin_;
+      if (off < space_bytes_) [[likely]] {
+        ++collector_counts().frees_seen;
+        if (tracked_start(starts, off)) log_free(addr);
+        return;
+      }
+    }
+    free_in_full(addr);
+  }
   // The objects at `addrs` died: the same as one on_free per address, in this order, in one
   // call. A sweep that frees objects one at a time (a free-list heap's, like Lua's) can hand
   // them over in batches and pay the hook's fixed cost once per batch. The embedder reports a
@@ -312,7 +352,17 @@ class Profiler {
   // collector's whole evacuated area, which it then need not walk for its dead. The range lies
   // in one space and may cover free memory too; it must not cut an object that stays in two
   // (the hook checker says so). bytes == 0 is a no-op.
-  void on_free_range(Address addr, std::uint64_t bytes);
+  void on_free_range(Address addr, std::uint64_t bytes) {
+    if (const std::uint64_t* starts = short_hook_starts()) [[likely]] {
+      const Address off = addr - space_begin_;
+      if (off < space_bytes_ && bytes != 0 && bytes <= space_bytes_ - off) [[likely]] {
+        ++collector_counts().free_ranges_seen;
+        if (!untracked_range(starts, off, bytes)) log_free_range(addr, bytes);
+        return;
+      }
+    }
+    free_range_in_full(addr, bytes);
+  }
   // Root marks (ir::ElimOptions::roots_marked, `objprof elim --assume=root-marks`): a collector
   // that promises them calls this for every object a mutator frame's live reference slot holds,
   // at the object's post-GC address, between gc_begin and gc_end and before the mutators resume.
@@ -347,8 +397,11 @@ class Profiler {
   explicit Profiler(ProfilerOptions options);
   Result<SpaceId> add_space_impl(const HeapSpace& space, const AccessBitmap::ExternalBuffers* buffers);
   void track_alloc(ThreadState& thread, std::uint32_t site, std::uint32_t type, Address addr, std::uint64_t size);
-  // The collector hooks with every check and the trace (plain_collector_hooks_ says when the
-  // short paths in the hooks themselves suffice).
+  // The collector hooks' out-of-line paths: logging an event the stale tracker may need (a
+  // tracked object may start there), and the hooks with every check and the trace.
+  void log_move(Address from, Address to);
+  void log_free(Address addr);
+  void log_free_range(Address addr, std::uint64_t bytes);
   void move_in_full(Address from, Address to);
   void free_in_full(Address addr);
   void free_range_in_full(Address addr, std::uint64_t bytes);
@@ -372,6 +425,33 @@ class Profiler {
     return in_the_space(addr, bytes) || in_other_spaces(addr, bytes);
   }
   bool in_other_spaces(Address addr, std::uint64_t bytes) const noexcept;
+  // The stale tracker's start bits of the only space while a bracket is open and the plain
+  // collector hooks apply (no hook checks, no trace, one space), else null: the hooks' short
+  // paths. The bits change only outside brackets and at gc_begin/gc_end, so collector
+  // threads read them without synchronisation inside the bracket.
+  const std::uint64_t* short_hook_starts() const noexcept { return short_hook_starts_.load(std::memory_order_relaxed); }
+  // Whether a tracked object may start at `off` bytes into the only space.
+  bool tracked_start(const std::uint64_t* starts, Address off) const noexcept {
+    const std::uint64_t g = off >> space_log2_granule_;
+    return (off & granule_mask_) == 0 && ((starts[g >> 6] >> (g & 63)) & 1) != 0;
+  }
+  // No tracked object starts in [off, off + bytes) (inside the only space), as far as one word
+  // of the bits says (a sweep's run of dead cells, usually); false for longer ranges, which
+  // log_free_range looks at whole.
+  bool untracked_range(const std::uint64_t* starts, Address off, std::uint64_t bytes) const noexcept {
+    const std::uint64_t g0 = (off + granule_mask_) >> space_log2_granule_;  // the granules starting inside
+    const std::uint64_t g1 = (off + bytes + granule_mask_) >> space_log2_granule_;
+    if (g0 >= g1) return true;
+    if ((g0 >> 6) != ((g1 - 1) >> 6)) return false;
+    const std::uint64_t mask = (~std::uint64_t{0} << (g0 & 63)) & (~std::uint64_t{0} >> (63 - ((g1 - 1) & 63)));
+    return (starts[g0 >> 6] & mask) == 0;
+  }
+  internal::CollectorCounts& collector_counts() noexcept {
+    internal::CollectorThreadCache& c = internal::collector_cache;
+    if (c.instance != instance_) [[unlikely]] return collector_counts_slow();
+    return *c.counts;
+  }
+  internal::CollectorCounts& collector_counts_slow();
   void protocol_error(std::string_view hook, Address addr, std::string what);
 
   ProfilerOptions options_;
@@ -388,6 +468,12 @@ class Profiler {
   std::uint64_t space_bytes_ = 0;
   const BarrierDescriptor* space_desc_ = nullptr;  // the only space's, for mark_on_alloc
   std::uint32_t space_log2_granule_ = 3;           // the only space's granule, for track_alloc
+  std::uint64_t granule_mask_ = 7;                 // and its alignment mask
+  // The stale tracker's start bits of the only space, with plain collector hooks; else null.
+  const std::uint64_t* tracked_starts_ = nullptr;
+  // tracked_starts_ from gc_begin to gc_end (short_hook_starts).
+  std::atomic<const std::uint64_t*> short_hook_starts_{nullptr};
+  std::uint64_t instance_ = 0;  // internal::ProfilerState::instance
   std::atomic<std::uint64_t> epoch_{0};
   std::atomic<bool> in_gc_{false};
   std::unique_ptr<internal::ProfilerState> state_;

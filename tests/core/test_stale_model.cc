@@ -46,7 +46,9 @@ struct Report {
 
 // two_spaces: each half of the heap is a space of its own, so a copy moves every survivor into
 // the other space (the tracker's multi-space paths: placing records by address, re-homing them).
-void run_model(std::uint64_t seed, std::uint32_t k, bool two_spaces = false) {
+// checks: the hook checks on (every hook's checked path) or off (with one space, the collector
+// hooks' inline short paths: a bit test of the tracker's start bits per event).
+void run_model(std::uint64_t seed, std::uint32_t k, bool two_spaces, bool checks) {
   constexpr std::uint64_t kHalf = 256 << 10, kTracked = 256;
   FakeHeap heap(2 * kHalf);
   std::vector<Report> got;
@@ -55,6 +57,7 @@ void run_model(std::uint64_t seed, std::uint32_t k, bool two_spaces = false) {
   o.stale_after_bytes = 0;  // GC_K alone: the epochs here are not a program's progress
   o.min_tracked_size = kTracked;
   o.default_leak_printer = false;
+  o.check_hooks = checks;
   o.on_leak = [&](const LeakReport& r) { got.push_back({r.addr, r.epoch, r.last_access_epoch}); };
   auto prof = std::move(*Profiler::create(std::move(o)));
   if (two_spaces) {
@@ -78,6 +81,9 @@ void run_model(std::uint64_t seed, std::uint32_t k, bool two_spaces = false) {
   const std::uint64_t sizes[] = {16, 32, 48, 64, 256, 272, 512, 1024};
   std::vector<ModelObject> live;
   std::uint64_t half = 0, bump = 0;
+  struct {
+    std::uint64_t moves = 0, frees = 0, free_ranges = 0;
+  } calls;  // the collector hooks called
   auto half_base = [&](std::uint64_t h) { return heap.space().begin() + h * kHalf; };
 
   const int epochs = static_cast<int>(test::scaled(60, 3));
@@ -120,8 +126,10 @@ void run_model(std::uint64_t seed, std::uint32_t k, bool two_spaces = false) {
       while (j < dead.size() && dead[j].addr == dead[j - 1].addr + dead[j - 1].size) ++j;
       if (j - i > 1 && rng() % 2 == 0) {
         prof->on_free_range(dead[i].addr, dead[j - 1].addr + dead[j - 1].size - dead[i].addr);
+        ++calls.free_ranges;
       } else {
         for (std::size_t m = i; m < j; ++m) prof->on_free(dead[m].addr);
+        calls.frees += j - i;
       }
       i = j;
     }
@@ -133,6 +141,7 @@ void run_model(std::uint64_t seed, std::uint32_t k, bool two_spaces = false) {
         const Address to = half_base(half) + bump;
         bump += ob.size;
         prof->on_move(ob.addr, to);
+        ++calls.moves;
         ob.addr = to;
       }
     } else if (gc == Gc::kSliding) {
@@ -151,10 +160,16 @@ void run_model(std::uint64_t seed, std::uint32_t k, bool two_spaces = false) {
           const Address to = half_base(half) + bump;
           bump += ob.size;
           run_bytes += ob.size;
-          if (to != ob.addr && !as_range) prof->on_move(ob.addr, to);
+          if (to != ob.addr && !as_range) {
+            prof->on_move(ob.addr, to);
+            ++calls.moves;
+          }
           ob.addr = to;
         }
-        if (as_range && run_to != run_from) prof->on_move_range(run_from, run_to, run_bytes);
+        if (as_range && run_to != run_from) {
+          prof->on_move_range(run_from, run_to, run_bytes);
+          ++calls.moves;  // counted as one move, as ProfilerStats::moves does
+        }
         i = j;
       }
     }
@@ -181,19 +196,29 @@ void run_model(std::uint64_t seed, std::uint32_t k, bool two_spaces = false) {
   }
   std::uint64_t tracked_live = 0;
   for (const ModelObject& ob : live) tracked_live += ob.tracked;
-  CHECK(prof->stats().tracked_live == tracked_live);
+  const ProfilerStats stats = prof->stats();
+  CHECK(stats.tracked_live == tracked_live);
+  // Every event counted, whichever path took it.
+  CHECK(stats.moves == calls.moves);
+  CHECK(stats.frees == calls.frees);
+  CHECK(stats.free_ranges == calls.free_ranges);
+  CHECK(prof->protocol_status().ok());
 }
 
 }  // namespace
 
 TEST_CASE("Stale detection matches a reference model under random frees, copies and slides", "[core][profiler]") {
+  const bool checks = GENERATE(true, false);
+  INFO("hook checks " << checks);
   for (std::uint64_t seed = 1; seed <= 8; ++seed)
-    for (std::uint32_t k : {1u, 3u}) run_model(seed, k);
+    for (std::uint32_t k : {1u, 3u}) run_model(seed, k, false, checks);
 }
 
 TEST_CASE("Stale detection matches the reference model with each semispace a space of its own", "[core][profiler]") {
+  const bool checks = GENERATE(true, false);
+  INFO("hook checks " << checks);
   for (std::uint64_t seed = 11; seed <= 16; ++seed)
-    for (std::uint32_t k : {1u, 3u}) run_model(seed, k, true);
+    for (std::uint32_t k : {1u, 3u}) run_model(seed, k, true, checks);
 }
 
 // A profiler for a runtime that breaks the hook protocol (no hook checks: it cannot tell), on

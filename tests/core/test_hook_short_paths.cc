@@ -1,0 +1,110 @@
+// The collector hooks' inline short paths (no hook checks, no trace, one space): on_move,
+// on_free and on_free_range decide with the stale tracker's start bits whether an event can
+// concern a tracked object. A range's granule starts are looked at inline when they lie in one
+// 64-bit word of the bits, out of line otherwise. At every edge of that decision (a tracked
+// start at the first or last bit of a word, a range that ends in the next word, the end of the
+// space, unaligned addresses) the short paths must find the same deaths and moves as the
+// checked paths, and count every event.
+#include <objprof/profiler.h>
+
+#include "test_support.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace test_hook_short_paths {
+
+using namespace objprof;
+
+namespace {
+
+// Objects of 256 bytes fill a 64 KiB space: even ones tracked (starts at bit 0 of each word of
+// the start bits), odd ones not (bit 32). Object i is at 256 * i.
+constexpr std::uint64_t kObject = 256;
+constexpr std::uint64_t kSpace = 64 * 1024;
+constexpr std::uint64_t kObjects = kSpace / kObject;
+
+struct Outcome {
+  std::vector<std::uint64_t> reported;  // object indices, by address
+  ProfilerStats stats;
+};
+
+Outcome run(bool checks) {
+  test::FakeHeap heap(kSpace);
+  std::vector<LeakReport> got;
+  ProfilerOptions o;
+  o.check_hooks = checks;
+  o.stale_after_epochs = 2;
+  o.stale_after_bytes = 0;
+  o.min_tracked_size = kObject;
+  o.default_leak_printer = false;
+  o.on_leak = [&](const LeakReport& r) { got.push_back(r); };
+  auto prof = std::move(*Profiler::create(std::move(o)));
+  REQUIRE(prof->add_space(heap.space()).ok());
+  REQUIRE(prof->define_type({1, "Obj", 0, false}).ok());
+  REQUIRE(prof->define_site({1, 0, "edges", 0}).ok());
+  ThreadState& thread = **prof->attach_thread(1, "mutator");
+  auto at = [&](std::uint64_t i) { return heap.at(i * kObject); };
+  // Slots 3 and 9 stay free memory; 60 and 61 are where objects move to.
+  for (std::uint64_t i = 0; i < kObjects; ++i)
+    if (i != 3 && i != 9 && i != 60 && i != 61) prof->on_alloc(thread, 1, 1, at(i), i % 2 == 0 ? kObject : kObject - 8);
+  REQUIRE(prof->gc_begin(GcKind::kFull).ok());
+  REQUIRE(prof->gc_end().ok());  // epoch 0 ends: the even objects are tracked
+
+  REQUIRE(prof->gc_begin(GcKind::kCompacting).ok());
+  // One word of start bits covers two slots (512 bytes): an even object's start is bit 0.
+  prof->on_free_range(at(1), kObject);                   // an untracked object alone: one word, no start
+  prof->on_free_range(at(2), kObject);                   // a tracked one alone: one word, bit 0
+  prof->on_free_range(at(3) + 4, at(5) - at(3) - 4);     // unaligned, from free memory: object 4 (two words)
+  prof->on_free_range(at(7), 2 * kObject);               // 7 and 8 (the next word's bit 0)
+  prof->on_free_range(at(12), 2 * kObject - 8);          // 12 and 13 (248 bytes): one word, ending before it does
+  prof->on_free_range(at(16), 8 * kObject);              // 16 to 23: four words
+  prof->on_free(at(30));                                 // tracked
+  prof->on_free(at(31));                                 // untracked
+  prof->on_free_range(at(kObjects - 4), 2 * kObject);    // 252 and 253
+  prof->on_free_range(at(kObjects - 2), kObject);        // 254 alone
+  prof->on_free_range(at(kObjects - 1), kObject);        // 255, to the end of the space
+  prof->on_move(at(40), at(60));                         // tracked
+  prof->on_move(at(41), at(61));                         // untracked
+  prof->on_free_range(at(40), 2 * kObject);              // spares what the GC moves
+  prof->on_free_range(at(50), 0);                        // empty: a no-op
+  REQUIRE(prof->gc_end().ok());
+  for (int gc = 0; gc < 3; ++gc) {
+    REQUIRE(prof->gc_begin(GcKind::kFull).ok());
+    REQUIRE(prof->gc_end().ok());
+  }
+  Outcome out;
+  for (const LeakReport& r : got) out.reported.push_back((r.addr - heap.at(0)) / kObject);
+  std::sort(out.reported.begin(), out.reported.end());
+  out.stats = prof->stats();
+  CHECK(prof->protocol_status().ok());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("collector hooks: the inline short paths find the same deaths and moves as the checked ones",
+          "[core][profiler]") {
+  const Outcome checked = run(true);
+  const Outcome shorter = run(false);
+  // Every tracked (even) object leaks but those that died; object 40 at its new place, 60.
+  std::vector<std::uint64_t> want;
+  for (std::uint64_t i = 0; i < kObjects; i += 2) {
+    const bool died = i == 2 || i == 4 || i == 8 || i == 12 || (i >= 16 && i < 24) || i == 30 ||
+                      i == kObjects - 4 || i == kObjects - 2;
+    if (!died && i != 40) want.push_back(i);
+  }
+  CHECK(checked.reported == want);
+  CHECK(shorter.reported == want);
+  for (const Outcome* o : {&checked, &shorter}) {
+    CHECK(o->stats.moves == 2u);
+    CHECK(o->stats.frees == 2u);
+    CHECK(o->stats.free_ranges == 10u);  // the empty one is no event
+    CHECK(o->stats.tracked_live == want.size());
+  }
+}
+
+}  // namespace test_hook_short_paths
