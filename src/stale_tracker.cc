@@ -70,6 +70,8 @@ void StaleTracker::set_spaces(std::vector<HeapSpace> spaces) {
   starts_.resize(spaces_.size());
   freed_.clear();
   freed_.resize(spaces_.size());
+  move_cards_.clear();
+  move_cards_.resize(spaces_.size());
   exact_starts_ = true;
   conflicts_pending_ = false;
   // Address space now, outside any GC (pages come on first touch): a GC's first use of the
@@ -104,6 +106,29 @@ bool StaleTracker::GranuleBits::ensure(std::uint64_t granules) noexcept {
   void* p = internal::map_side_table(bytes);
   if (p == nullptr) return false;
   words_ = static_cast<std::uint64_t*>(p);
+  bytes_ = bytes;
+  return true;
+}
+
+StaleTracker::MoveCards& StaleTracker::MoveCards::operator=(MoveCards&& o) noexcept {
+  if (this != &o) {
+    if (cards_) munmap(cards_, bytes_);
+    cards_ = std::exchange(o.cards_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
+
+StaleTracker::MoveCards::~MoveCards() {
+  if (cards_) munmap(cards_, bytes_);
+}
+
+bool StaleTracker::MoveCards::ensure(std::uint64_t entries) noexcept {
+  if (cards_) return true;
+  const auto bytes = static_cast<std::size_t>(entries * sizeof(std::uint32_t));
+  void* p = internal::map_side_table(bytes);  // with its pages up to 2 MiB, as the bits
+  if (p == nullptr) return false;
+  cards_ = static_cast<std::uint32_t*>(p);
   bytes_ = bytes;
   return true;
 }
@@ -339,11 +364,11 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const BitmapSnapshot* co
     // moved.
     for (std::size_t s = 0; s < tables_.size(); ++s) {
       if (!holds(s)) continue;
+      // The pass leaves the dead's start bits: every start bit under a freed bit is a dead
+      // record's (or a moved one's, whose freed bit the moves spare), and both go a word at a
+      // time afterwards (no write per dead record).
       const bool any_freed = mark_freed(s, frees, free_ranges);
-      res.freed += sweep_table(s, bits_of(s), epoch, any_freed, moves, res);
-      // Without moves the pass leaves the dead's start bits: every start bit under a freed bit
-      // is a dead record's, and both go a word at a time (no write per dead record).
-      if (any_freed) moves.empty() ? retire_freed(s, frees, free_ranges) : unmark_freed(s, frees, free_ranges);
+      res.freed += sweep_table(s, bits_of(s), epoch, any_freed, moves, frees, free_ranges, res);
     }
     return res;
   }
@@ -584,66 +609,202 @@ std::uint64_t StaleTracker::sweep_unmoved(std::size_t s, const BitmapSnapshot* b
   return dead;
 }
 
-std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed,
-                                        std::span<const MoveLog> moves, ApplyResult& res) {
-  if (moves.empty()) return sweep_unmoved(s, bits, epoch, any_freed);
+namespace {
+
+// A GC's moves found by the pre-GC granule of their source: through the card table, whose entry
+// for the card of a moved record's start is its new granule + 1 (card_moves makes sure that no
+// other record starts in that card), or through the open-addressing index of the moves.
+// Returns the new granule, or -1 if the record did not move.
+constexpr std::int64_t kLeftSpace = std::int64_t{1} << 32;  // a find's answer for a record moved out of its space
+
+// Each entry is read once, by the one record that starts in its card, and cleared then.
+template <unsigned kShift>
+struct CardMoves {
+  std::uint32_t* cards;
+  std::int64_t operator()(std::uint32_t g) const noexcept {
+    std::uint32_t& e = cards[g >> kShift];
+    const std::uint32_t to = e;
+    e = 0;
+    return static_cast<std::int64_t>(to) - 1;
+  }
+};
+
+// Where keep_moved writes: the kept records, and per moved one its old and new granule (the
+// old one alone, `left`, for one that moved out of the space). Sized by the caller for the
+// worst case, so the pass only bumps pointers.
+struct MovedOut {
+  TrackedRecord* kept;
+  std::uint32_t* from;
+  std::uint32_t* to;
+  std::uint32_t* left;
+};
+
+// The records of [in, end) that a GC with moves keeps, written in order at out.kept (which may
+// be `in` itself: the pass compacts in place): a record dies when a freed bit covers its first
+// granule (`freed`, or none; the bits of moved sources are spared); a survivor's last access
+// becomes `epoch` when the snapshot's `marks` cover it; a moved one takes the granule of its
+// move's `to` (`find`: the move's position or -1). Start bits are left alone: the caller
+// retires the dead's, clears the sources' and claims the destinations' afterwards. Returns the
+// number that died. Locals only, as keep_unmoved.
+template <class Find>
+std::uint64_t keep_moved(const TrackedRecord* in, const TrackedRecord* end, MovedOut& out, const std::uint64_t* freed,
+                         const std::uint8_t* marks, std::size_t mark_bytes, std::uint32_t epoch, std::uint32_t dead,
+                         Find find) {
+  TrackedRecord* kept = out.kept;
+  std::uint32_t* from = out.from;
+  std::uint32_t* to = out.to;
+  std::uint32_t* left = out.left;
+  std::uint64_t died = 0;
+  for (; in != end; ++in) {
+    TrackedRecord r = *in;
+    if (r.site_type == dead) continue;
+    const std::uint32_t g = r.granule;
+    if (freed != nullptr && ((freed[g >> 6] >> (g & 63)) & 1) != 0) {
+      ++died;
+      continue;
+    }
+    if ((g >> 3) < mark_bytes && ((marks[g >> 3] >> (g & 7)) & 1) != 0) r.last_access = epoch;
+    if (const std::int64_t ng = find(g); ng >= 0) {
+      if (ng == kLeftSpace) {  // moved out of the space
+        *left++ = g;
+        continue;
+      }
+      r.granule = static_cast<std::uint32_t>(ng);
+      *from++ = g;
+      *to++ = r.granule;
+    }
+    *kept++ = r;
+  }
+  out = MovedOut{kept, from, to, left};
+  return died;
+}
+
+}  // namespace
+
+namespace {
+
+// card_moves with the space's granule (2^kLg bytes) known at compile time, so that every shift
+// is an immediate: the number of moves carded, or -1 (and nothing left in the cards).
+template <unsigned kLg>
+std::int64_t card_moves_with(std::uint32_t* cards, const std::uint64_t* starts, std::uint64_t* freed, Address begin,
+                             std::uint64_t size, std::span<const MoveLog> moves) {
+  constexpr unsigned kShift = 8 - kLg;  // granule -> 256-byte card
+  constexpr std::uint64_t kCardBits = (std::uint64_t{1} << (std::uint64_t{1} << kShift)) - 1;
+  constexpr std::uint64_t kMask = (std::uint64_t{1} << kLg) - 1;
+  std::int64_t carded = 0;
+  for (const MoveLog& m : moves) {
+    const Address off = m.from - begin, to = m.to - begin;
+    if (off >= size || (off & kMask) != 0) continue;  // no record starts there
+    const std::uint64_t g = off >> kLg;
+    const std::uint64_t bit = std::uint64_t{1} << (g & 63);
+    std::uint32_t& e = cards[g >> kShift];
+    // A second source in the card (or the same object moved twice), another record starting in
+    // the card, or a destination outside the space: the index decides.
+    if (e != 0 || (starts[g >> 6] & (kCardBits << ((g >> kShift << kShift) & 63))) != bit || to >= size) {
+      for (const MoveLog& u : moves.first(static_cast<std::size_t>(&m - moves.data()))) {
+        const Address uo = u.from - begin;
+        if (uo < size && (uo & kMask) == 0) cards[(uo >> kLg) >> kShift] = 0;
+      }
+      return -1;
+    }
+    e = static_cast<std::uint32_t>((to >> kLg) + 1);
+    if (freed) freed[g >> 6] &= ~bit;  // spare_moved: a free range spares what moved
+    ++carded;
+  }
+  return carded;
+}
+
+}  // namespace
+
+std::int64_t StaleTracker::card_moves(std::size_t s, std::span<const MoveLog> moves, bool spare) {
+  // Granules of 8 bytes only (every runtime here): other alignments take the index.
+  if (spaces_[s].log2_alignment() != 3 || !move_cards_[s].ensure((spaces_[s].granule_count() >> move_card_shift(s)) + 1))
+    return -1;
+  return card_moves_with<3>(move_cards_[s].data(), starts_[s].words(), spare ? freed_[s].words() : nullptr,
+                            spaces_[s].begin(), spaces_[s].size(), moves);
+}
+
+void StaleTracker::uncard_moves(std::size_t s, std::span<const MoveLog> moves) {
   const HeapSpace& space = spaces_[s];
-  const GranuleBits& freed = freed_[s];
-  GranuleBits& starts = starts_[s];
-  index_moves(s, moves, any_freed);
-  std::vector<std::uint32_t>& rehomed = rehomed_;  // table positions of the moved survivors
-  rehomed.clear();
-  std::uint64_t dead = 0;
-  // One record's step: false if it died or left the space (its start bit goes with it). A moved
-  // record's old start bit goes now, its new one after the pass: a new place may be the old
-  // place of a record not visited yet.
-  bool moved = false;
-  auto keep = [&](TrackedRecord& r) {
-    moved = false;
-    if (any_freed && freed.test(r.granule)) {
-      starts.clear(r.granule);
-      ++dead;
-      return false;
-    }
-    if (bits && bits->test_granule(r.granule)) r.last_access = epoch;
-    if (const std::int64_t m = find_move(s, r.granule); m >= 0) {
-      starts.clear(r.granule);
-      const Address to = moves[static_cast<std::size_t>(m)].to;
-      if (!space.contains(to)) {
-        ++res.left_spaces;
-        return false;
-      }
-      r.granule = static_cast<std::uint32_t>(space.granule_of(to));
-      ++res.moved;
-      moved = true;
-    }
-    return true;
-  };
+  const unsigned shift = move_card_shift(s);
+  std::uint32_t* const cards = move_cards_[s].data();
+  for (const MoveLog& m : moves) {
+    std::uint64_t g = 0;
+    if (start_of(space, m.from, g)) cards[g >> shift] = 0;
+  }
+}
+
+unsigned StaleTracker::move_card_shift(std::size_t s) const noexcept {
+  const unsigned lg = spaces_[s].log2_alignment();
+  return lg >= kMoveCardLog2 ? 0 : kMoveCardLog2 - lg;
+}
+
+// A GC with moves (all single moves, in the only space, every start claimed once): one pass
+// drops the dead, applies the access bits and re-homes the moved, with no write per dead
+// record; then the dead's start bits go a word at a time (retire_freed), the moved sources'
+// one by one, and the destinations' are claimed (a destination that is a survivor's place
+// claims a start twice: the next apply() finds them through the record index).
+std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed,
+                                        std::span<const MoveLog> moves, std::span<const Address> frees,
+                                        std::span<const FreeRangeLog> free_ranges, ApplyResult& res) {
+  if (moves.empty()) {
+    const std::uint64_t dead = sweep_unmoved(s, bits, epoch, any_freed);
+    if (any_freed) retire_freed(s, frees, free_ranges);
+    return dead;
+  }
+  const HeapSpace space = spaces_[s];
+  const std::uint64_t* freed = any_freed ? freed_[s].words() : nullptr;
+  const std::span<const std::uint8_t> marks = bits != nullptr ? bits->bytes() : std::span<const std::uint8_t>();
   std::vector<TrackedRecord>& t = tables_[s];
-  std::size_t n = 0;
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    TrackedRecord r = t[i];
-    if (r.site_type == kDead || !keep(r)) continue;
-    if (moved) rehomed.push_back(static_cast<std::uint32_t>(n));
-    t[n++] = r;
-  }
-  t.resize(n);
-  if (s == 0) {
-    for (std::vector<TrackedRecord>& y : young_) {
-      for (TrackedRecord r : y) {
-        if (!keep(r)) continue;
-        if (moved) rehomed.push_back(static_cast<std::uint32_t>(t.size()));
-        t.push_back(r);
+  // Room for the worst case: every young record survives, every move moves a record.
+  std::size_t young = 0;
+  if (s == 0)
+    for (const auto& y : young_) young += y.size();
+  const std::size_t old = t.size();
+  t.resize(old + young);
+  moved_from_.resize(moves.size());
+  moved_to_.resize(moves.size());
+  left_granules_.resize(moves.size());
+  MovedOut out{t.data(), moved_from_.data(), moved_to_.data(), left_granules_.data()};
+  // The table's survivors move down over its dead; the young's follow them.
+  auto pass = [&](auto find) {
+    std::uint64_t dead = keep_moved(t.data(), t.data() + old, out, freed, marks.data(), marks.size(), epoch, kDead, find);
+    if (s == 0) {
+      for (std::vector<TrackedRecord>& y : young_) {
+        dead += keep_moved(y.data(), y.data() + y.size(), out, freed, marks.data(), marks.size(), epoch, kDead, find);
+        y.clear();
+        spare_.push_back(std::move(y));
       }
-      y.clear();
-      spare_.push_back(std::move(y));
+      young_.clear();
     }
-    young_.clear();
+    return dead;
+  };
+  std::uint64_t dead = 0;
+  if (const std::int64_t carded = card_moves(s, moves, any_freed); carded >= 0) {
+    // The pass clears the entry of every record it finds moved; a move of no record (a
+    // protocol violation the checks would report) leaves one, cleared here.
+    dead = pass(CardMoves<8 - 3>{move_cards_[s].data()});
+    if (out.from - moved_from_.data() + (out.left - left_granules_.data()) != carded) uncard_moves(s, moves);
+  } else {
+    index_moves(s, moves, any_freed);
+    dead = pass([this, s, moves, &space](std::uint32_t g) -> std::int64_t {
+      const std::int64_t i = find_move(s, g);
+      if (i < 0) return -1;
+      const Address to = moves[static_cast<std::size_t>(i)].to;
+      return space.contains(to) ? static_cast<std::int64_t>(space.granule_of(to)) : kLeftSpace;
+    });
   }
-  // Two records moved onto one place, or onto one that stayed, claim a start twice: the next
-  // apply() finds them through the record index.
-  // (This path runs only with every space's start bits mapped: apply()'s condition.)
-  if (set_starts(starts.words(), rehomed, [&t](std::uint32_t i) { return t[i].granule; })) conflicts_pending_ = true;
+  t.resize(static_cast<std::size_t>(out.kept - t.data()));
+  const std::span<const std::uint32_t> from(moved_from_.data(), out.from);
+  const std::span<const std::uint32_t> to(moved_to_.data(), out.to);
+  const std::span<const std::uint32_t> left(left_granules_.data(), out.left);
+  res.moved += from.size();
+  res.left_spaces += left.size();
+  if (any_freed) retire_freed(s, frees, free_ranges);
+  GranuleBits& starts = starts_[s];
+  for (std::uint32_t g : from) starts.clear(g);
+  for (std::uint32_t g : left) starts.clear(g);
+  if (set_starts(starts.words(), to, [](std::uint32_t g) { return g; })) conflicts_pending_ = true;
   return dead;
 }
 

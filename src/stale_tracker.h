@@ -260,7 +260,15 @@ class StaleTracker {
   // moves: drops the dead (marked in freed_[s] when `any_freed`) with their start bits,
   // applies `bits`, and moves the moved (single moves, all in space s). Returns the dead.
   std::uint64_t sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed,
-                            std::span<const MoveLog> moves, ApplyResult& res);
+                            std::span<const MoveLog> moves, std::span<const Address> frees,
+                            std::span<const FreeRangeLog> free_ranges, ApplyResult& res);
+  // move_cards_[s] over a GC's moves (the card of each source -> its new granule + 1), sparing
+  // the sources in freed_[s] when `spare`; returns how many it carded, or -1, with nothing left
+  // in the cards, if two sources share a card, another record starts in a source's card, or a
+  // move leaves the space (the index of the moves decides then). uncard_moves clears them all.
+  std::int64_t card_moves(std::size_t s, std::span<const MoveLog> moves, bool spare);
+  void uncard_moves(std::size_t s, std::span<const MoveLog> moves);
+  unsigned move_card_shift(std::size_t s) const noexcept;  // granule -> card of space s
   // The same pass for a GC without moves (mark-sweep): a compaction of the table that leaves
   // the dead's start bits to retire_freed.
   std::uint64_t sweep_unmoved(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed);
@@ -316,11 +324,32 @@ class StaleTracker {
   std::vector<std::vector<Address>> new_addr_;
   std::vector<std::vector<TrackedRecord>> next_;
   std::vector<PendingResize> resize_scratch_;
-  std::vector<std::uint32_t> rehomed_;
   std::vector<FreeRangeLog> free_scratch_;
   std::vector<Address> moved_scratch_;  // kill_freed_by_search: the GC's moves' sources, sorted
   // Per space, one bit per granule: the starts a GC's frees and free ranges cover (apply, then cleared).
   std::vector<GranuleBits> freed_;
+  // Per space, the moves of a GC by the card of their source (card_moves): a card is 256 bytes,
+  // so the sources of tracked objects of the default threshold never share one; objects that
+  // reach it by a resize may, and then the GC falls back to the index. Mapped on first use
+  // (4 bytes per card: 1/64 of a space), zero between GCs.
+  static constexpr unsigned kMoveCardLog2 = 8;
+  class MoveCards {
+   public:
+    MoveCards() = default;
+    MoveCards(MoveCards&& o) noexcept : cards_(std::exchange(o.cards_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+    MoveCards& operator=(MoveCards&& o) noexcept;
+    ~MoveCards();
+    bool ensure(std::uint64_t entries) noexcept;  // false if the mapping failed
+    std::uint32_t* data() const noexcept { return cards_; }
+
+   private:
+    std::uint32_t* cards_ = nullptr;
+    std::size_t bytes_ = 0;
+  };
+  std::vector<MoveCards> move_cards_;
+  // Scratch of sweep_table: the moved records' old and new granules, and the old granules of
+  // those that left the space.
+  std::vector<std::uint32_t> moved_from_, moved_to_, left_granules_;
 };
 
 }  // namespace objprof::internal
