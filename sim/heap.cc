@@ -500,6 +500,11 @@ Status Heap::end_gc() {
   return st;
 }
 
+// Out of line: the hook's inline short path, inlined into the copy loop, made that loop 10 %
+// slower without a profiler (listleak-semispace `off`, 2.07-2.17 -> 2.35-2.41 ms per run, the
+// same instructions): the collector's hot loop keeps a call, the wrapper has the short path.
+[[gnu::noinline]] void Heap::report_move(Address from, Address to) { profiler_->on_move(from, to); }
+
 void Heap::collect_semispace(GcInfo& info) {
   Address free = to_begin_;
   auto forward = [&](std::uint64_t& slot) {
@@ -520,7 +525,7 @@ void Heap::collect_semispace(GcInfo& info) {
     std::memcpy(reinterpret_cast<void*>(to), reinterpret_cast<const void*>(obj), size);
     h.flags |= kForwarded;
     h.word = to;
-    if (profiler_) profiler_->on_move(obj, to);
+    if (profiler_) report_move(obj, to);
     ++info.moved_objects;
     slot = to;
   };

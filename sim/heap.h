@@ -321,6 +321,7 @@ class Heap {
   bool sweep_cells_loop(std::uint64_t budget);
   template <DeathReports kMode>
   void walk_from_space(GcInfo& info);
+  void report_move(Address from, Address to);
   // The mark-sweep space's allocation (sweep.cc): best fit among the listed gaps, else the
   // bump region; list_free lists a gap (writing its free-cell header).
   Address ms_allocate(std::uint64_t cell);
