@@ -147,10 +147,15 @@ bool StaleTracker::GranuleBits::each_word(std::uint64_t g0, std::uint64_t g1, Fn
 }
 
 void StaleTracker::GranuleBits::set_span(std::uint64_t g0, std::uint64_t g1) noexcept {
-  each_word(g0, g1, [&](std::uint64_t w, std::uint64_t m) {
-    words_[w] |= m;
-    return false;
-  });
+  const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
+  const std::uint64_t head = ~std::uint64_t{0} << (g0 & 63), tail = ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
+  if (first == last) {
+    words_[first] |= head & tail;
+    return;
+  }
+  words_[first] |= head;
+  std::fill(words_ + first + 1, words_ + last, ~std::uint64_t{0});  // a copying GC's from-space: a fill
+  words_[last] |= tail;
 }
 
 void StaleTracker::GranuleBits::clear_exact(std::uint64_t g0, std::uint64_t g1) noexcept {
@@ -498,16 +503,22 @@ bool start_of(const HeapSpace& space, Address a, std::uint64_t& g) {
 template <class Start, class Span>
 bool StaleTracker::for_each_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs,
                                   Start&& start, Span&& span) const {
+  // The space's bounds in locals: the callers' stores would otherwise reload them per address.
+  const HeapSpace& space = spaces_[s];
+  const Address begin = space.begin();
+  const std::uint64_t size = space.size();
+  const unsigned lg = space.log2_alignment();
+  const std::uint64_t mask = (std::uint64_t{1} << lg) - 1;
   bool any = false;
   for (Address a : frees) {
-    std::uint64_t g = 0;
-    if (!start_of(spaces_[s], a, g)) continue;
-    start(g);
+    const Address off = a - begin;
+    if (off >= size || (off & mask) != 0) continue;  // another space's, or no start
+    start(off >> lg);
     any = true;
   }
   for (const FreeRangeLog& run : runs) {
     std::uint64_t g0 = 0, g1 = 0;
-    if (!span_of(spaces_[s], run, g0, g1)) continue;
+    if (!span_of(space, run, g0, g1)) continue;
     span(g0, g1);
     any = true;
   }
@@ -515,22 +526,28 @@ bool StaleTracker::for_each_freed(std::size_t s, std::span<const Address> frees,
 }
 
 void StaleTracker::retire_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs) {
-  std::uint64_t* freed = freed_[s].words();
-  std::uint64_t* starts = starts_[s].words();
-  auto retire = [&](std::uint64_t w0, std::uint64_t w1) {  // words [w0, w1]
-    for (std::uint64_t w = w0; w <= w1; ++w) {
-      starts[w] &= ~freed[w];
-      freed[w] = 0;
-    }
-  };
-  for_each_freed(s, frees, runs, [&](std::uint64_t g) { retire(g >> 6, g >> 6); },
-                 [&](std::uint64_t g0, std::uint64_t g1) { retire(g0 >> 6, (g1 - 1) >> 6); });
+  std::uint64_t* const freed = freed_[s].words();
+  std::uint64_t* const starts = starts_[s].words();
+  for_each_freed(
+      s, frees, runs,
+      [freed, starts](std::uint64_t g) {
+        starts[g >> 6] &= ~freed[g >> 6];
+        freed[g >> 6] = 0;
+      },
+      [freed, starts](std::uint64_t g0, std::uint64_t g1) {
+        for (std::uint64_t w = g0 >> 6; w <= (g1 - 1) >> 6; ++w) {
+          starts[w] &= ~freed[w];
+          freed[w] = 0;
+        }
+      });
 }
 
 bool StaleTracker::mark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs) {
   GranuleBits& bits = freed_[s];
-  return for_each_freed(s, frees, runs, [&](std::uint64_t g) { bits.set(g); },
-                        [&](std::uint64_t g0, std::uint64_t g1) { bits.set_span(g0, g1); });
+  std::uint64_t* const words = bits.words();
+  return for_each_freed(
+      s, frees, runs, [words](std::uint64_t g) { words[g >> 6] |= std::uint64_t{1} << (g & 63); },
+      [&bits](std::uint64_t g0, std::uint64_t g1) { bits.set_span(g0, g1); });
 }
 
 void StaleTracker::unmark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs) {
