@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 
 #include <cstddef>
+#include <utility>
 
 namespace objprof::internal {
 
@@ -22,5 +23,40 @@ inline void* map_side_table(std::size_t bytes) noexcept {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | populate, -1, 0);
   return p == MAP_FAILED ? nullptr : p;
 }
+
+// A side table of `count` zeroed elements of T, mapped on first use (map_side_table) and unmapped
+// with its owner. Move-only.
+template <class T>
+class SideTable {
+ public:
+  SideTable() = default;
+  SideTable(SideTable&& o) noexcept : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  SideTable& operator=(SideTable&& o) noexcept {
+    if (this != &o) {
+      release();
+      data_ = std::exchange(o.data_, nullptr);
+      bytes_ = std::exchange(o.bytes_, 0);
+    }
+    return *this;
+  }
+  ~SideTable() { release(); }
+  // Maps the table if it is not mapped yet; false if that failed.
+  bool ensure(std::size_t count) noexcept {
+    if (data_) return true;
+    void* p = map_side_table(count * sizeof(T));
+    if (p == nullptr) return false;
+    data_ = static_cast<T*>(p);
+    bytes_ = count * sizeof(T);
+    return true;
+  }
+  T* data() const noexcept { return data_; }
+
+ private:
+  void release() noexcept {
+    if (data_) munmap(data_, bytes_);
+  }
+  T* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
 
 }  // namespace objprof::internal

@@ -84,55 +84,6 @@ void StaleTracker::set_spaces(std::vector<HeapSpace> spaces) {
   alloc_conflict_.store(false, std::memory_order_relaxed);
 }
 
-StaleTracker::GranuleBits& StaleTracker::GranuleBits::operator=(GranuleBits&& o) noexcept {
-  if (this != &o) {
-    if (words_) munmap(words_, bytes_);
-    words_ = std::exchange(o.words_, nullptr);
-    bytes_ = std::exchange(o.bytes_, 0);
-  }
-  return *this;
-}
-
-StaleTracker::GranuleBits::~GranuleBits() {
-  if (words_) munmap(words_, bytes_);
-}
-
-bool StaleTracker::GranuleBits::ensure(std::uint64_t granules) noexcept {
-  if (words_) return true;
-  const auto bytes = static_cast<std::size_t>((granules + 64) / 64 * 8);
-  // Bits for a heap of up to 128 MiB come with their pages (side_table_memory.h): the filter
-  // reads them across every freed range, and a page fault on first touch inside a GC costs more
-  // than a short collection's whole profiler share.
-  void* p = internal::map_side_table(bytes);
-  if (p == nullptr) return false;
-  words_ = static_cast<std::uint64_t*>(p);
-  bytes_ = bytes;
-  return true;
-}
-
-StaleTracker::MoveCards& StaleTracker::MoveCards::operator=(MoveCards&& o) noexcept {
-  if (this != &o) {
-    if (cards_) munmap(cards_, bytes_);
-    cards_ = std::exchange(o.cards_, nullptr);
-    bytes_ = std::exchange(o.bytes_, 0);
-  }
-  return *this;
-}
-
-StaleTracker::MoveCards::~MoveCards() {
-  if (cards_) munmap(cards_, bytes_);
-}
-
-bool StaleTracker::MoveCards::ensure(std::uint64_t entries) noexcept {
-  if (cards_) return true;
-  const auto bytes = static_cast<std::size_t>(entries * sizeof(std::uint32_t));
-  void* p = internal::map_side_table(bytes);  // with its pages up to 2 MiB, as the bits
-  if (p == nullptr) return false;
-  cards_ = static_cast<std::uint32_t*>(p);
-  bytes_ = bytes;
-  return true;
-}
-
 // Calls fn(word index, mask of the granules of [g0, g1) in that word) for each word the span
 // touches, in order, until fn returns true; returns whether one did. g0 < g1.
 template <class Fn>
@@ -150,27 +101,27 @@ void StaleTracker::GranuleBits::set_span(std::uint64_t g0, std::uint64_t g1) noe
   const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
   const std::uint64_t head = ~std::uint64_t{0} << (g0 & 63), tail = ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
   if (first == last) {
-    words_[first] |= head & tail;
+    table_.data()[first] |= head & tail;
     return;
   }
-  words_[first] |= head;
-  std::fill(words_ + first + 1, words_ + last, ~std::uint64_t{0});  // a copying GC's from-space: a fill
-  words_[last] |= tail;
+  table_.data()[first] |= head;
+  std::fill(table_.data() + first + 1, table_.data() + last, ~std::uint64_t{0});  // a copying GC's from-space: a fill
+  table_.data()[last] |= tail;
 }
 
 void StaleTracker::GranuleBits::clear_exact(std::uint64_t g0, std::uint64_t g1) noexcept {
   each_word(g0, g1, [&](std::uint64_t w, std::uint64_t m) {
-    words_[w] &= ~m;
+    table_.data()[w] &= ~m;
     return false;
   });
 }
 
 void StaleTracker::GranuleBits::clear_span(std::uint64_t g0, std::uint64_t g1) noexcept {
-  std::fill(words_ + (g0 >> 6), words_ + ((g1 - 1) >> 6) + 1, std::uint64_t{0});
+  std::fill(table_.data() + (g0 >> 6), table_.data() + ((g1 - 1) >> 6) + 1, std::uint64_t{0});
 }
 
 bool StaleTracker::GranuleBits::any_in(std::uint64_t g0, std::uint64_t g1) const noexcept {
-  return g0 < g1 && each_word(g0, g1, [&](std::uint64_t w, std::uint64_t m) { return (words_[w] & m) != 0; });
+  return g0 < g1 && each_word(g0, g1, [&](std::uint64_t w, std::uint64_t m) { return (table_.data()[w] & m) != 0; });
 }
 
 void StaleTracker::claim_from(std::size_t s, std::size_t first) noexcept {
@@ -316,7 +267,7 @@ void StaleTracker::clear_index(std::size_t s, std::size_t entries) {
 }
 
 std::uint64_t StaleTracker::build_index(std::size_t s) {
-  std::vector<TrackedRecord>& t = tables_[s];
+  RecordTable& t = tables_[s];
   clear_index(s, t.size());
   std::uint64_t conflicts = 0;
   for (std::size_t i = 0; i < t.size(); ++i) {
@@ -579,52 +530,7 @@ std::int64_t StaleTracker::find_move(std::size_t s, std::uint32_t g) const noexc
 
 namespace {
 
-// The records of `in` that a GC without moves keeps, handed to `keep` in order: a record dies
-// when a freed bit covers its first granule (`freed`, or none); a survivor's last access becomes
-// `epoch` when the snapshot's `marks` cover it. Records tagged `dead` (freed through the index)
-// are dropped uncounted. Returns the number that died. Locals only, no lambda captures by
-// reference: the loop keeps everything in registers (a mark-sweep GC visits every record).
-template <class Keep>
-std::uint64_t keep_unmoved(std::span<const TrackedRecord> in, const std::uint64_t* freed, std::span<const std::uint8_t> marks,
-                           std::uint32_t epoch, std::uint32_t dead, Keep&& keep) {
-  const std::uint8_t* m = marks.data();
-  const std::size_t mark_bytes = marks.size();
-  std::uint64_t died = 0;
-  for (TrackedRecord r : in) {
-    if (r.site_type == dead) continue;
-    const std::uint32_t g = r.granule;
-    if (freed != nullptr && ((freed[g >> 6] >> (g & 63)) & 1) != 0) {
-      ++died;
-      continue;
-    }
-    if ((g >> 3) < mark_bytes && ((m[g >> 3] >> (g & 7)) & 1) != 0) r.last_access = epoch;
-    keep(r);
-  }
-  return died;
-}
-
 }  // namespace
-
-// A GC without moves (mark-sweep): each record stays where it is or dies, so the pass is a
-// compaction; the dead's start bits go afterwards (retire_freed).
-std::uint64_t StaleTracker::sweep_unmoved(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed) {
-  const std::uint64_t* freed = any_freed ? freed_[s].words() : nullptr;
-  const std::span<const std::uint8_t> marks = bits != nullptr ? bits->bytes() : std::span<const std::uint8_t>();
-  std::vector<TrackedRecord>& t = tables_[s];
-  TrackedRecord* out = t.data();  // survivors move down over the dead
-  std::uint64_t dead = keep_unmoved(t, freed, marks, epoch, kDead, [&out](const TrackedRecord& r) { *out++ = r; });
-  t.resize(static_cast<std::size_t>(out - t.data()));
-  if (s == 0) {
-    // Most young records die in their first GC: only the survivors are appended.
-    for (std::vector<TrackedRecord>& y : young_) {
-      dead += keep_unmoved(y, freed, marks, epoch, kDead, [&t](const TrackedRecord& r) { t.push_back(r); });
-      y.clear();
-      spare_.push_back(std::move(y));
-    }
-    young_.clear();
-  }
-  return dead;
-}
 
 namespace {
 
@@ -662,7 +568,7 @@ struct MovedOut {
 // becomes `epoch` when the snapshot's `marks` cover it; a moved one takes the granule of its
 // move's `to` (`find`: the move's position or -1). Start bits are left alone: the caller
 // retires the dead's, clears the sources' and claims the destinations' afterwards. Returns the
-// number that died. Locals only, as keep_unmoved.
+// number that died. Locals only: the loop keeps everything in registers (every record of a GC).
 template <class Find>
 std::uint64_t keep_moved(const TrackedRecord* in, const TrackedRecord* end, MovedOut& out, const std::uint64_t* freed,
                          const std::uint8_t* marks, std::size_t mark_bytes, std::uint32_t epoch, std::uint32_t dead,
@@ -696,7 +602,49 @@ std::uint64_t keep_moved(const TrackedRecord* in, const TrackedRecord* end, Move
   return died;
 }
 
+// No record moves (a GC without moves).
+struct NoMoves {
+  std::int64_t operator()(std::uint32_t) const noexcept { return -1; }
+};
+
+// The one pass over a table and, for the only space, the GC's young records (`young`, or null):
+// the table's survivors move down over its dead and the young's follow them, written through
+// out.kept into room made first for the worst case (RecordTable's allocator does not zero it);
+// the emptied young vectors go to `spare`. Returns the number that died.
+template <class Find>
+std::uint64_t one_pass(RecordTable& t, std::vector<std::vector<TrackedRecord>>* young,
+                       std::vector<std::vector<TrackedRecord>>& spare, const std::uint64_t* freed,
+                       std::span<const std::uint8_t> marks, std::uint32_t epoch, std::uint32_t dead_tag, MovedOut& out,
+                       Find find) {
+  std::size_t room = 0;
+  if (young)
+    for (const auto& y : *young) room += y.size();
+  const std::size_t old = t.size();
+  t.resize(old + room);
+  out.kept = t.data();
+  std::uint64_t dead = keep_moved(t.data(), t.data() + old, out, freed, marks.data(), marks.size(), epoch, dead_tag, find);
+  if (young) {
+    for (std::vector<TrackedRecord>& y : *young) {
+      dead += keep_moved(y.data(), y.data() + y.size(), out, freed, marks.data(), marks.size(), epoch, dead_tag, find);
+      y.clear();
+      spare.push_back(std::move(y));
+    }
+    young->clear();
+  }
+  t.resize(static_cast<std::size_t>(out.kept - t.data()));
+  return dead;
+}
+
 }  // namespace
+
+// A GC without moves (mark-sweep): each record stays where it is or dies, so the pass is a
+// compaction; the dead's start bits go afterwards (retire_freed).
+std::uint64_t StaleTracker::sweep_unmoved(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed) {
+  const std::uint64_t* freed = any_freed ? freed_[s].words() : nullptr;
+  const std::span<const std::uint8_t> marks = bits != nullptr ? bits->bytes() : std::span<const std::uint8_t>();
+  MovedOut out{nullptr, nullptr, nullptr, nullptr};  // nothing moves: only out.kept is written
+  return one_pass(tables_[s], s == 0 ? &young_ : nullptr, spare_, freed, marks, epoch, kDead, out, NoMoves{});
+}
 
 namespace {
 
@@ -735,7 +683,8 @@ std::int64_t card_moves_with(std::uint32_t* cards, const std::uint64_t* starts, 
 
 std::int64_t StaleTracker::card_moves(std::size_t s, std::span<const MoveLog> moves, bool spare) {
   // Granules of 8 bytes only (every runtime here): other alignments take the index.
-  if (spaces_[s].log2_alignment() != 3 || !move_cards_[s].ensure((spaces_[s].granule_count() >> move_card_shift(s)) + 1))
+  if (spaces_[s].log2_alignment() != 3 ||
+      !move_cards_[s].ensure(static_cast<std::size_t>((spaces_[s].granule_count() >> move_card_shift(s)) + 1)))
     return -1;
   return card_moves_with<3>(move_cards_[s].data(), starts_[s].words(), spare ? freed_[s].words() : nullptr,
                             spaces_[s].begin(), spaces_[s].size(), moves);
@@ -772,29 +721,14 @@ std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bit
   const HeapSpace space = spaces_[s];
   const std::uint64_t* freed = any_freed ? freed_[s].words() : nullptr;
   const std::span<const std::uint8_t> marks = bits != nullptr ? bits->bytes() : std::span<const std::uint8_t>();
-  std::vector<TrackedRecord>& t = tables_[s];
-  // Room for the worst case: every young record survives, every move moves a record.
-  std::size_t young = 0;
-  if (s == 0)
-    for (const auto& y : young_) young += y.size();
-  const std::size_t old = t.size();
-  t.resize(old + young);
+  RecordTable& t = tables_[s];
+  // Room for the worst case: every move moves a record (one_pass makes the table's).
   moved_from_.resize(moves.size());
   moved_to_.resize(moves.size());
   left_granules_.resize(moves.size());
-  MovedOut out{t.data(), moved_from_.data(), moved_to_.data(), left_granules_.data()};
-  // The table's survivors move down over its dead; the young's follow them.
+  MovedOut out{nullptr, moved_from_.data(), moved_to_.data(), left_granules_.data()};
   auto pass = [&](auto find) {
-    std::uint64_t dead = keep_moved(t.data(), t.data() + old, out, freed, marks.data(), marks.size(), epoch, kDead, find);
-    if (s == 0) {
-      for (std::vector<TrackedRecord>& y : young_) {
-        dead += keep_moved(y.data(), y.data() + y.size(), out, freed, marks.data(), marks.size(), epoch, kDead, find);
-        y.clear();
-        spare_.push_back(std::move(y));
-      }
-      young_.clear();
-    }
-    return dead;
+    return one_pass(t, s == 0 ? &young_ : nullptr, spare_, freed, marks, epoch, kDead, out, find);
   };
   std::uint64_t dead = 0;
   if (const std::int64_t carded = card_moves(s, moves, any_freed); carded >= 0) {
@@ -811,7 +745,6 @@ std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bit
       return space.contains(to) ? static_cast<std::int64_t>(space.granule_of(to)) : kLeftSpace;
     });
   }
-  t.resize(static_cast<std::size_t>(out.kept - t.data()));
   const std::span<const std::uint32_t> from(moved_from_.data(), out.from);
   const std::span<const std::uint32_t> to(moved_to_.data(), out.to);
   const std::span<const std::uint32_t> left(left_granules_.data(), out.left);

@@ -22,11 +22,13 @@
 #include "objprof/access_bitmap.h"
 #include "objprof/heap_space.h"
 #include "objprof/thread_state.h"
+#include "side_table_memory.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -53,6 +55,29 @@ void gather_collector_logs(Locals& locals, std::vector<MoveLog>& moves, std::vec
     local.free_ranges.clear();
   }
 }
+
+// An allocator that leaves value-initialized trivial elements uninitialized, so that a table can
+// grow by resize() to the worst case of a pass that then writes it (StaleTracker::sweep_table)
+// without zeroing it first: a GC's young records are most of its records and most die.
+template <class T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <class U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using RecordTable = std::vector<TrackedRecord, UninitializedAllocator<TrackedRecord>>;
 
 class StaleTracker {
  public:
@@ -214,31 +239,27 @@ class StaleTracker {
 
  private:
   // One bit per granule of a space, mapped on first use (1/64 of the space in address space),
-  // like the access bitmap: tables up to 2 MiB come with their pages, larger ones get memory
-  // only where bits were set (side_table_memory.h).
+  // like the access bitmap: tables up to 2 MiB come with their pages (the filter reads them
+  // across every freed range, and a page fault inside a GC costs more than a short collection's
+  // whole profiler share), larger ones get memory only where bits were set (side_table_memory.h).
   class GranuleBits {
    public:
-    GranuleBits() = default;
-    GranuleBits(GranuleBits&& o) noexcept : words_(std::exchange(o.words_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-    GranuleBits& operator=(GranuleBits&& o) noexcept;
-    ~GranuleBits();
     // Maps bits for `granules` granules if not yet mapped; false if that failed.
-    bool ensure(std::uint64_t granules) noexcept;
-    bool mapped() const noexcept { return words_ != nullptr; }
-    bool test(std::uint64_t g) const noexcept { return (words_[g >> 6] >> (g & 63)) & 1; }
-    void set(std::uint64_t g) noexcept { words_[g >> 6] |= std::uint64_t{1} << (g & 63); }
-    void clear(std::uint64_t g) noexcept { words_[g >> 6] &= ~(std::uint64_t{1} << (g & 63)); }
+    bool ensure(std::uint64_t granules) noexcept { return table_.ensure(static_cast<std::size_t>((granules + 64) / 64)); }
+    bool mapped() const noexcept { return table_.data() != nullptr; }
+    bool test(std::uint64_t g) const noexcept { return (table_.data()[g >> 6] >> (g & 63)) & 1; }
+    void set(std::uint64_t g) noexcept { table_.data()[g >> 6] |= std::uint64_t{1} << (g & 63); }
+    void clear(std::uint64_t g) noexcept { table_.data()[g >> 6] &= ~(std::uint64_t{1} << (g & 63)); }
     void set_span(std::uint64_t g0, std::uint64_t g1) noexcept;  // [g0, g1), g0 < g1
     void clear_span(std::uint64_t g0, std::uint64_t g1) noexcept;  // whole words: only for scratch bits
     void clear_exact(std::uint64_t g0, std::uint64_t g1) noexcept;  // [g0, g1), g0 < g1
     bool any_in(std::uint64_t g0, std::uint64_t g1) const noexcept;
-    std::uint64_t* words() noexcept { return words_; }
+    std::uint64_t* words() noexcept { return table_.data(); }
     template <class Fn>
     static bool each_word(std::uint64_t g0, std::uint64_t g1, Fn&& fn);
 
    private:
-    std::uint64_t* words_ = nullptr;
-    std::size_t bytes_ = 0;
+    SideTable<std::uint64_t> table_;
   };
 
   int space_of(Address a) const noexcept;
@@ -304,7 +325,7 @@ class StaleTracker {
   void spare_moved(std::size_t s, std::span<const MoveLog> moves, std::span<const RangeMoveLog> ranges);
 
   std::vector<HeapSpace> spaces_;
-  std::vector<std::vector<TrackedRecord>> tables_;
+  std::vector<RecordTable> tables_;
   // The only space's young records, adopted at gc_begin from the allocating threads (one
   // vector each, in adoption order) and settled by apply(); `spare_` holds them emptied until
   // the next adoption hands them back to the threads.
@@ -322,7 +343,7 @@ class StaleTracker {
   std::vector<std::vector<std::uint64_t>> index_;
   std::vector<std::uint64_t> mask_;
   std::vector<std::vector<Address>> new_addr_;
-  std::vector<std::vector<TrackedRecord>> next_;
+  std::vector<RecordTable> next_;
   std::vector<PendingResize> resize_scratch_;
   std::vector<FreeRangeLog> free_scratch_;
   std::vector<Address> moved_scratch_;  // kill_freed_by_search: the GC's moves' sources, sorted
@@ -333,23 +354,10 @@ class StaleTracker {
   // reach it by a resize may, and then the GC falls back to the index. Mapped on first use
   // (4 bytes per card: 1/64 of a space), zero between GCs.
   static constexpr unsigned kMoveCardLog2 = 8;
-  class MoveCards {
-   public:
-    MoveCards() = default;
-    MoveCards(MoveCards&& o) noexcept : cards_(std::exchange(o.cards_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-    MoveCards& operator=(MoveCards&& o) noexcept;
-    ~MoveCards();
-    bool ensure(std::uint64_t entries) noexcept;  // false if the mapping failed
-    std::uint32_t* data() const noexcept { return cards_; }
-
-   private:
-    std::uint32_t* cards_ = nullptr;
-    std::size_t bytes_ = 0;
-  };
-  std::vector<MoveCards> move_cards_;
+  std::vector<SideTable<std::uint32_t>> move_cards_;
   // Scratch of sweep_table: the moved records' old and new granules, and the old granules of
   // those that left the space.
-  std::vector<std::uint32_t> moved_from_, moved_to_, left_granules_;
+  std::vector<std::uint32_t, UninitializedAllocator<std::uint32_t>> moved_from_, moved_to_, left_granules_;
 };
 
 }  // namespace objprof::internal
