@@ -493,6 +493,7 @@ void Profiler::write_header_once() {
     plain_collector_hooks_ = !state_->checker && !state_->writer;  // in_the_space says "one space"
     granule_mask_ = (std::uint64_t{1} << space_log2_granule_) - 1;
     if (plain_collector_hooks_ && state_->spaces.size() == 1) tracked_starts_ = state_->tracker.alloc_starts();
+    if (!state_->checker && state_->writer && state_->spaces.size() == 1) traced_starts_ = state_->tracker.alloc_starts();
     if (!state_->control) return;
     std::size_t bytes = 1 + 4 + 2;
     for (const HeapSpace& s : state_->spaces) bytes += 4 + 8 + 8 + EventBuffer::string_bytes(s.name());
@@ -814,6 +815,7 @@ Status Profiler::gc_begin(GcKind kind) {
   if (st.control) st.control->flush();
   // The collector hooks' short paths, until gc_end.
   short_hook_starts_.store(tracked_starts_, std::memory_order_relaxed);
+  traced_hook_starts_.store(traced_starts_, std::memory_order_relaxed);
   return {};
 }
 
@@ -869,6 +871,34 @@ OBJPROF_ALWAYS_INLINE EventBuffer* collector_buffer(ProfilerState& st, internal:
 internal::CollectorCounts& Profiler::collector_counts_slow() { return collector_local_slow(*state_); }
 
 void Profiler::log_move(Address from, Address to) { append(collector_local(*state_).moves, internal::MoveLog{from, to}); }
+
+void Profiler::move_traced(Address from, Address to) {
+  if (const std::uint64_t* starts = traced_hook_starts_.load(std::memory_order_relaxed)) [[likely]] {
+    const Address off = from - space_begin_;
+    if (off < space_bytes_ && to - space_begin_ < space_bytes_) [[likely]] {
+      internal::CollectorLocal& local = collector_local(*state_);
+      collector_buffer(*state_, local)->move(from, to);
+      ++local.moves_seen;
+      if (tracked_start(starts, off)) append(local.moves, internal::MoveLog{from, to});
+      return;
+    }
+  }
+  move_in_full(from, to);
+}
+
+void Profiler::free_traced(Address addr) {
+  if (const std::uint64_t* starts = traced_hook_starts_.load(std::memory_order_relaxed)) [[likely]] {
+    const Address off = addr - space_begin_;
+    if (off < space_bytes_) [[likely]] {
+      internal::CollectorLocal& local = collector_local(*state_);
+      collector_buffer(*state_, local)->free(addr);
+      ++local.frees_seen;
+      if (tracked_start(starts, off)) append(local.frees, addr);
+      return;
+    }
+  }
+  free_in_full(addr);
+}
 
 void Profiler::move_in_full(Address from, Address to) {
   if (!in_gc_.load(std::memory_order_relaxed)) [[unlikely]] {
@@ -998,6 +1028,7 @@ void Profiler::on_root(Address addr) {
 Status Profiler::gc_end() {
   if (!in_gc_.load()) return make_error(ErrorCode::kProtocol, fmt::format("gc_end in epoch {} without gc_begin", epoch()));
   short_hook_starts_.store(nullptr, std::memory_order_relaxed);
+  traced_hook_starts_.store(nullptr, std::memory_order_relaxed);
   ProfilerState& st = *state_;
   const auto e = static_cast<std::uint32_t>(epoch());
   // The merged logs keep their capacity from GC to GC.

@@ -327,7 +327,7 @@ class Profiler {
         return;
       }
     }
-    move_in_full(from, to);
+    move_traced(from, to);
   }
   void on_move_range(Address from, Address to, std::uint64_t bytes);
   void on_free(Address addr) {
@@ -339,7 +339,7 @@ class Profiler {
         return;
       }
     }
-    free_in_full(addr);
+    free_traced(addr);
   }
   // The objects at `addrs` died: the same as one on_free per address, in this order, in one
   // call. A sweep that frees objects one at a time (a free-list heap's, like Lua's) can hand
@@ -402,6 +402,11 @@ class Profiler {
   void log_move(Address from, Address to);
   void log_free(Address addr);
   void log_free_range(Address addr, std::uint64_t bytes);
+  // With a trace (and no hook checks, one space), inside the bracket: the trace record, the
+  // count and the log entry, without the checks repeated; everything else goes on to the
+  // *_in_full paths.
+  void move_traced(Address from, Address to);
+  void free_traced(Address addr);
   void move_in_full(Address from, Address to);
   void free_in_full(Address addr);
   void free_range_in_full(Address addr, std::uint64_t bytes);
@@ -471,8 +476,11 @@ class Profiler {
   std::uint64_t granule_mask_ = 7;                 // and its alignment mask
   // The stale tracker's start bits of the only space, with plain collector hooks; else null.
   const std::uint64_t* tracked_starts_ = nullptr;
-  // tracked_starts_ from gc_begin to gc_end (short_hook_starts).
+  // tracked_starts_ from gc_begin to gc_end (short_hook_starts); traced_hook_starts_ the same
+  // for the hooks with a trace and no hook checks (move_traced, free_traced).
   std::atomic<const std::uint64_t*> short_hook_starts_{nullptr};
+  std::atomic<const std::uint64_t*> traced_hook_starts_{nullptr};
+  const std::uint64_t* traced_starts_ = nullptr;
   std::uint64_t instance_ = 0;  // internal::ProfilerState::instance
   std::atomic<std::uint64_t> epoch_{0};
   std::atomic<bool> in_gc_{false};

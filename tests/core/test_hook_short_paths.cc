@@ -6,6 +6,7 @@
 // space, unaligned addresses) the short paths must find the same deaths and moves as the
 // checked paths, and count every event.
 #include <objprof/profiler.h>
+#include <objprof/trace_reader.h>
 
 #include "test_support.h"
 
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace test_hook_short_paths {
@@ -30,13 +32,36 @@ constexpr std::uint64_t kObjects = kSpace / kObject;
 struct Outcome {
   std::vector<std::uint64_t> reported;  // object indices, by address
   ProfilerStats stats;
+  std::vector<std::string> records;  // the trace's collector records, as text, in order
 };
 
-Outcome run(bool checks) {
+// The collector's records of a trace (moves and frees, GC brackets), offsets in slots of 8 bytes.
+struct CollectorRecords final : trace::Visitor {
+  Address base = 0;
+  std::vector<std::string> out;
+  void move(const trace::MoveEvent& m) override {
+    out.push_back("move " + std::to_string((m.from - base) / 8) + " " + std::to_string((m.to - base) / 8) + " " +
+                  std::to_string(m.bytes) + (m.range ? " range" : ""));
+  }
+  void free(const trace::FreeEvent& f) override {
+    out.push_back("free " + std::to_string((f.addr - base) / 8) + " " + std::to_string(f.bytes) + (f.range ? " range" : ""));
+  }
+  void gc_begin(const trace::GcEvent& g) override { out.push_back("gc-begin " + std::to_string(g.epoch)); }
+  void gc_end(const trace::GcEvent& g) override { out.push_back("gc-end " + std::to_string(g.epoch)); }
+};
+
+// traced: the trace goes to memory (with hook checks off, the hooks' traced short paths).
+Outcome run(bool checks, bool traced = false) {
   test::FakeHeap heap(kSpace);
   std::vector<LeakReport> got;
   ProfilerOptions o;
   o.check_hooks = checks;
+  MemorySink* sink = nullptr;
+  if (traced) {
+    auto owned = std::make_unique<MemorySink>();
+    sink = owned.get();
+    o.trace_sink = std::move(owned);
+  }
   o.stale_after_epochs = 2;
   o.stale_after_bytes = 0;
   o.min_tracked_size = kObject;
@@ -81,6 +106,13 @@ Outcome run(bool checks) {
   std::sort(out.reported.begin(), out.reported.end());
   out.stats = prof->stats();
   CHECK(prof->protocol_status().ok());
+  if (sink) {
+    REQUIRE(prof->finish().ok());
+    CollectorRecords records;
+    records.base = heap.at(0);
+    REQUIRE(trace::read(std::span<const std::byte>(sink->data()), records).ok());
+    out.records = std::move(records.out);
+  }
   return out;
 }
 
@@ -88,8 +120,13 @@ Outcome run(bool checks) {
 
 TEST_CASE("collector hooks: the inline short paths find the same deaths and moves as the checked ones",
           "[core][profiler]") {
-  const Outcome checked = run(true);
-  const Outcome shorter = run(false);
+  const bool traced = GENERATE(false, true);
+  INFO("trace " << traced);
+  const Outcome checked = run(true, traced);
+  const Outcome shorter = run(false, traced);
+  // With a trace, the short paths write the same records as the checked ones.
+  CHECK(checked.records == shorter.records);
+  CHECK(checked.records.size() == (traced ? 2 * 5 + 2 + 2 + 10 : 0u));  // 5 brackets, 2 moves, 2 frees, 10 ranges
   // Every tracked (even) object leaks but those that died; object 40 at its new place, 60.
   std::vector<std::uint64_t> want;
   for (std::uint64_t i = 0; i < kObjects; i += 2) {
