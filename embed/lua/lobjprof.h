@@ -4,8 +4,9 @@
 //
 // Where the barrier's state lives: in Lua's own per-VM structure. The patch adds one field to
 // global_State (luai_objprof_gfield) holding the last-accessed-object cache of calls of closures
-// (an objprof BarrierSlot: Lua runs one OS thread per state, its coroutines included) and the
-// space's BarrierDescriptor; an access is objprof's inline C++ barrier on them. objprof does not
+// (an objprof BarrierSlot: Lua runs one OS thread per state, its coroutines included) and a
+// copy of the space's BarrierDescriptor (BarrierSpaceCopy: the granule a constant, refreshed
+// after every harvest); an access is objprof's inline C++ barrier on them. objprof does not
 // know the slot, so the glue resets it where the profiler resets its own caches (gc_begin,
 // gc_end). Every other access marks without a cache (see access()). Before the profiler is
 // attached (and after lua_close has started) the descriptor is an empty space: nothing is
@@ -35,6 +36,12 @@ struct GlobalHook {
   // The cache of calls of Lua closures, first: the barrier's hit path reads only this. A loop
   // calls one closure many times (`a(i, j)` in spectral_norm, a recursion), so calls hit.
   objprof::BarrierSlot call_slot;
+  // The space as the barriers read it: a copy of its descriptor here, where the interpreter
+  // already has global_State, with Lua's 8-byte granule as a constant (barrier_space_copy.h).
+  // Its active buffer changes at every harvest: the glue copies the descriptor again after
+  // each gc_begin (copy_space). Empty (marks nothing) before the profiler is attached and
+  // after lua_close has started.
+  objprof::BarrierSpaceCopy<3> copy;
   const objprof::BarrierDescriptor* space;
   Vm* vm;  // null: objprof is not (or no longer) attached to this state
   // Barrier elimination is on (OBJPROF_LUA_ELIM): atomic() and thread switches mark the
@@ -88,7 +95,7 @@ OBJPROF_ALWAYS_INLINE void access(GlobalHook& hook, const void* obj) noexcept {
 #if defined(LUA_OBJPROF_CHECK)
   ++hook.barriers;
 #endif
-  objprof::access<AccessBarrier>(*hook.space, reinterpret_cast<objprof::Address>(obj));
+  objprof::access<AccessBarrier>(hook.copy, reinterpret_cast<objprof::Address>(obj));
 }
 
 // A call's access of the closure it calls: the barrier with the calls' cache.
@@ -96,11 +103,18 @@ OBJPROF_ALWAYS_INLINE void access_call(GlobalHook& hook, const void* closure) no
 #if defined(LUA_OBJPROF_CHECK)
   ++hook.barriers;
 #endif
-  objprof::access<objprof::DefaultBarrier>(hook.call_slot, *hook.space, reinterpret_cast<objprof::Address>(closure));
+  objprof::access<objprof::DefaultBarrier>(hook.call_slot, hook.copy, reinterpret_cast<objprof::Address>(closure));
 }
 
 // The bitmap was cleared, or memory freed: the next access of anything must mark again.
 inline void reset_caches(GlobalHook& hook) noexcept { hook.call_slot.reset(); }
+
+// The hook's copy of the space the barriers mark, from its descriptor: at lua_newstate, after
+// every harvest (the active buffer changed), and the empty space at lua_close.
+inline void copy_space(GlobalHook& hook, const objprof::BarrierDescriptor& space) noexcept {
+  hook.space = &space;
+  (void)hook.copy.copy_from(space);  // a granule other than 8 bytes (none here) would mark nothing
+}
 
 }  // namespace objprof_lua
 

@@ -416,7 +416,7 @@ void close_vm(Vm& vm, lua_State* L) {
                  (unsigned long long)st.protocol_errors);
   }
   vm.closed = true;
-  g->objprof.space = &empty_space();
+  copy_space(g->objprof, empty_space());
   g->objprof.root_marks = g->objprof.frame_write_marks = false;
 }
 
@@ -454,7 +454,7 @@ Vm* create_vm() {
   vm->min_tracked = vm->prof->min_tracked_size();
   vm->every_resize = !vm->opt.trace_path.empty() || vm->prof->options().check_hooks;
   const auto begin = reinterpret_cast<Address>(vm->region.begin());
-  auto space = objprof::HeapSpace::make(begin, begin + vm->region.bytes(), 8, "lua");
+  auto space = objprof::HeapSpace::make(begin, begin + vm->region.bytes(), 8, "lua");  // GlobalHook::copy's granule
   if (!space.ok()) {
     std::fprintf(stderr, "objprof-lua: %s\n", space.error().message.c_str());
     std::exit(2);
@@ -491,13 +491,13 @@ void init(GlobalHook& hook, Alloc frealloc, void* ud, const GCObject* main_threa
     Vm* vm = static_cast<Vm*>(ud);
     cover(*vm, reinterpret_cast<Address>(main_thread));
     hook.vm = vm;
-    hook.space = vm->space;
+    copy_space(hook, *vm->space);
     hook.root_marks = vm->opt.elim;
     hook.frame_write_marks = vm->opt.elim && vm->opt.fault != Options::Fault::kNoFrameWrites;
     hook.upvalue_marks = vm->opt.fault != Options::Fault::kNoUpvalueMarks;
   } else {  // a state with another allocator is not profiled
     hook.vm = nullptr;
-    hook.space = &empty_space();
+    copy_space(hook, empty_space());
     hook.root_marks = hook.frame_write_marks = hook.upvalue_marks = false;
   }
 #if defined(LUA_OBJPROF_CHECK)
@@ -621,6 +621,7 @@ void on_gc_begin(lua_State* L) {
   if (objprof::Status s = vm->prof->gc_begin(kind); !s.ok())
     std::fprintf(stderr, "objprof-lua: %s\n", s.error().message.c_str());
   reset_caches(G(L)->objprof);  // the bitmap was cleared: the next access must mark again
+  copy_space(G(L)->objprof, *vm->space);  // and the active buffer is the other one now
 }
 
 void on_gc_end(lua_State* L) {

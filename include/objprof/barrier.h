@@ -27,6 +27,7 @@
 
 #include "objprof/access_bitmap.h"
 #include "objprof/barrier_descriptor.h"
+#include "objprof/barrier_space_copy.h"
 #include "objprof/config.h"
 #include "objprof/thread_state.h"
 
@@ -75,13 +76,28 @@ struct CacheAndCounters {
   BarrierCounters& counters;
 };
 
+// A space as the barrier reads it: the descriptor (its active buffer an atomic word, its granule
+// read at run time) or the VM's copy of it (the granule a constant).
+inline std::uint8_t* active_bitmap(const BarrierDescriptor& space) noexcept {
+  return space.bitmap.load(std::memory_order_relaxed);
+}
+inline std::uint32_t granule_shift(const BarrierDescriptor& space) noexcept { return space.log2_granule; }
+template <unsigned kLog2>
+std::uint8_t* active_bitmap(const BarrierSpaceCopy<kLog2>& space) noexcept {
+  return space.bitmap;
+}
+template <unsigned kLog2>
+constexpr std::uint32_t granule_shift(const BarrierSpaceCopy<kLog2>&) noexcept {
+  return kLog2;
+}
+
 // The barrier proper, on anything with a `cache` (a ThreadState, a BarrierSlot, a
 // CacheAndCounters) and, for counting policies, `counters`. Every public overload passes its
 // argument itself, so the ThreadState barrier compiles exactly as it did before the others
 // existed (forwarding the cache and counters separately made clang merge the two counter
 // increments into one with a computed address: one instruction more on a counting hit).
-template <class Policy, class Thread>
-OBJPROF_ALWAYS_INLINE void access(Thread& thread, const BarrierDescriptor& space, Address obj) noexcept {
+template <class Policy, class Thread, class Space>
+OBJPROF_ALWAYS_INLINE void access(Thread& thread, const Space& space, Address obj) noexcept {
   if constexpr (Policy::kCount) bump(thread.counters.executed);
   if constexpr (Policy::kCache && Policy::kCompare) {
     // Hits are the common case: keep them on the fall-through path.
@@ -94,15 +110,13 @@ OBJPROF_ALWAYS_INLINE void access(Thread& thread, const BarrierDescriptor& space
   if (OBJPROF_UNLIKELY(offset >= space.size)) return;  // out of range, or null
   if constexpr (Policy::kCache) thread.cache.store(obj, std::memory_order_relaxed);
   if constexpr (Policy::kMark == MarkMode::kBuffered && requires { thread.pending_marks; }) {
-    thread.pending_marks.mark(space.bitmap.load(std::memory_order_relaxed), offset >> space.log2_granule);
+    thread.pending_marks.mark(active_bitmap(space), offset >> granule_shift(space));
   } else if constexpr (Policy::kMark == MarkMode::kBuffered) {
     // No PendingMarks next to this cache (a VM's BarrierSlot): the same bits, lost by none,
     // with a test-first fetch-or.
-    AccessBitmap::mark_granule<MarkMode::kAtomicTestFirst>(space.bitmap.load(std::memory_order_relaxed),
-                                                           offset >> space.log2_granule);
+    AccessBitmap::mark_granule<MarkMode::kAtomicTestFirst>(active_bitmap(space), offset >> granule_shift(space));
   } else {
-    AccessBitmap::mark_granule<Policy::kMark>(space.bitmap.load(std::memory_order_relaxed),
-                                              offset >> space.log2_granule);
+    AccessBitmap::mark_granule<Policy::kMark>(active_bitmap(space), offset >> granule_shift(space));
   }
   if constexpr (Policy::kCount) bump(thread.counters.marks);
 }
@@ -142,6 +156,20 @@ template <class Policy>
 OBJPROF_ALWAYS_INLINE void access(const BarrierDescriptor& space, Address obj) noexcept {
   static_assert(!Policy::kCache && !Policy::kCount, "a cached or counting policy needs a cache: access<Policy>(slot, space, obj)");
   struct NoCache {} none;  // the barrier reads no member of it without kCache or kCount
+  internal::access<Policy>(none, space, obj);
+}
+
+// The same barriers on the VM's copy of the space (barrier_space_copy.h): with the cache in a
+// BarrierSlot, or with none.
+template <class Policy = DefaultBarrier, unsigned kLog2>
+OBJPROF_ALWAYS_INLINE void access(BarrierSlot& slot, const BarrierSpaceCopy<kLog2>& space, Address obj) noexcept {
+  static_assert(!Policy::kCount, "a counting policy needs counters");
+  internal::access<Policy>(slot, space, obj);
+}
+template <class Policy, unsigned kLog2>
+OBJPROF_ALWAYS_INLINE void access(const BarrierSpaceCopy<kLog2>& space, Address obj) noexcept {
+  static_assert(!Policy::kCache && !Policy::kCount, "a cached or counting policy needs a cache: access<Policy>(slot, space, obj)");
+  struct NoCache {} none;
   internal::access<Policy>(none, space, obj);
 }
 

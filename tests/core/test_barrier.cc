@@ -212,4 +212,80 @@ TEST_CASE("Barrier on a BarrierSlot in the VM's thread struct equals the ThreadS
       }
 }
 
+TEST_CASE("Barrier on a BarrierSpaceCopy marks what the descriptor barrier marks, across harvests", "[core][barrier]") {
+  FakeHeap heap(1 << 16);
+  std::vector<Address> seq;
+  std::uint64_t x = 0xD1B54A32D192ED03ull;
+  for (int i = 0; i < 6000; ++i) {
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    const Address a = i % 4 == 0 && !seq.empty() ? seq.back()                        // cache hit
+                      : i % 13 == 0              ? 0                                 // null
+                      : i % 17 == 0              ? heap.space().begin() - 8 * (x % 4 + 1)  // below
+                                                 : heap.space().begin() + x % 70000;   // mostly in range
+    seq.push_back(a);
+  }
+  // Each harvest's marks, as addresses: the copy's barrier against the descriptor's.
+  auto harvest = [](AccessBitmap& bm) {
+    auto snap = bm.snapshot_and_clear();
+    REQUIRE(snap.ok());
+    std::vector<Address> got;
+    snap->for_each_marked([&](Address a) { got.push_back(a); });
+    return got;
+  };
+  for (bool cache : {false, true}) {
+    INFO("cache " << cache);
+    auto desc_bm = AccessBitmap::create(heap.space());
+    auto copy_bm = AccessBitmap::create(heap.space());
+    REQUIRE((desc_bm.ok() && copy_bm.ok()));
+    BarrierSlot desc_slot, copy_slot;
+    BarrierSpaceCopy<3> copy;
+    REQUIRE(copy.copy_from((*copy_bm)->descriptor()));
+    std::size_t marked = 0;
+    for (std::size_t i = 0; i < seq.size(); ++i) {
+      if (i % 1500 == 1499) {  // a harvest swaps the active buffer: the copy must follow it
+        const auto want = harvest(**desc_bm);
+        CHECK(harvest(**copy_bm) == want);
+        marked += want.size();
+        REQUIRE(copy.copy_from((*copy_bm)->descriptor()));
+        CHECK(copy.bitmap == (*copy_bm)->descriptor().bitmap.load());
+        desc_slot.reset();
+        copy_slot.reset();
+      }
+      if (cache) {
+        access<DefaultBarrier>(desc_slot, (*desc_bm)->descriptor(), seq[i]);
+        access<DefaultBarrier>(copy_slot, copy, seq[i]);
+        REQUIRE(copy_slot.cache.load() == desc_slot.cache.load());
+      } else {
+        using P = BarrierPolicy<false, MarkMode::kRacy>;
+        access<P>((*desc_bm)->descriptor(), seq[i]);
+        access<P>(copy, seq[i]);
+      }
+    }
+    CHECK(harvest(**copy_bm) == harvest(**desc_bm));
+    CHECK(marked > 1000);  // the sequence marks in every window
+  }
+}
+
+TEST_CASE("A BarrierSpaceCopy of a space with another granule, or of an empty space, marks nothing", "[core][barrier]") {
+  FakeHeap heap16(1 << 14, 16);
+  auto bm = AccessBitmap::create(heap16.space());
+  REQUIRE(bm.ok());
+  BarrierSpaceCopy<3> copy;
+  CHECK_FALSE(copy.copy_from((*bm)->descriptor()));  // 16-byte granules, a copy for 8-byte ones
+  CHECK(copy.size == 0);
+  CHECK(copy.bitmap == nullptr);
+  BarrierSlot slot;
+  for (std::size_t off = 0; off < (1u << 14); off += 16) access<DefaultBarrier>(slot, copy, heap16.at(off));
+  CHECK(slot.cache.load() == 0);  // nothing is in range, so nothing enters the cache
+  CHECK((*bm)->count() == 0);
+
+  BarrierSpaceCopy<4> right;
+  REQUIRE(right.copy_from((*bm)->descriptor()));
+  access<DefaultBarrier>(slot, right, heap16.at(32));
+  access<DefaultBarrier>(slot, right, heap16.at(32 + 8));  // the same 16-byte granule
+  CHECK(slot.cache.load() == heap16.at(32 + 8));
+  CHECK((*bm)->count() == 1);
+  CHECK((*bm)->test(heap16.at(32)));
+}
+
 }  // namespace test_barrier
