@@ -9,7 +9,7 @@
 // after every harvest); an access is objprof's inline C++ barrier on them. objprof does not
 // know the slot, so the glue resets it where the profiler resets its own caches (gc_begin,
 // gc_end). Every other access marks without a cache (see access()). Before the profiler is
-// attached (and after lua_close has started) the descriptor is an empty space: nothing is
+// attached (and after lua_close has started) the copy is an empty space: nothing is
 // marked. Everything else is an out-of-line call into objprof_lua.cc.
 #ifndef lobjprof_h
 #define lobjprof_h
@@ -32,6 +32,10 @@ namespace objprof_lua {
 struct Vm;
 
 // The field the patch adds to global_State.
+// Lua's objects are 8-byte aligned: the space's granule, fixed in the barrier's copy of it
+// (create_vm makes the space with this granule).
+using SpaceCopy = objprof::BarrierSpaceCopy<3>;
+
 struct GlobalHook {
   // The cache of calls of Lua closures, first: the barrier's hit path reads only this. A loop
   // calls one closure many times (`a(i, j)` in spectral_norm, a recursion), so calls hit.
@@ -41,8 +45,7 @@ struct GlobalHook {
   // Its active buffer changes at every harvest: the glue copies the descriptor again after
   // each gc_begin (copy_space). Empty (marks nothing) before the profiler is attached and
   // after lua_close has started.
-  objprof::BarrierSpaceCopy<3> copy;
-  const objprof::BarrierDescriptor* space;
+  SpaceCopy copy;
   Vm* vm;  // null: objprof is not (or no longer) attached to this state
   // Barrier elimination is on (OBJPROF_LUA_ELIM): atomic() and thread switches mark the
   // frames' registers and upvalues, and writes into another frame's registers or a shared
@@ -112,8 +115,7 @@ inline void reset_caches(GlobalHook& hook) noexcept { hook.call_slot.reset(); }
 // The hook's copy of the space the barriers mark, from its descriptor: at lua_newstate, after
 // every harvest (the active buffer changed), and the empty space at lua_close.
 inline void copy_space(GlobalHook& hook, const objprof::BarrierDescriptor& space) noexcept {
-  hook.space = &space;
-  (void)hook.copy.copy_from(space);  // a granule other than 8 bytes (none here) would mark nothing
+  (void)hook.copy.copy_from(space);  // the space's granule is SpaceCopy's (create_vm)
 }
 
 }  // namespace objprof_lua

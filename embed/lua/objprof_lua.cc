@@ -454,7 +454,7 @@ Vm* create_vm() {
   vm->min_tracked = vm->prof->min_tracked_size();
   vm->every_resize = !vm->opt.trace_path.empty() || vm->prof->options().check_hooks;
   const auto begin = reinterpret_cast<Address>(vm->region.begin());
-  auto space = objprof::HeapSpace::make(begin, begin + vm->region.bytes(), 8, "lua");  // GlobalHook::copy's granule
+  auto space = objprof::HeapSpace::make(begin, begin + vm->region.bytes(), std::uint32_t{1} << SpaceCopy::kLog2, "lua");
   if (!space.ok()) {
     std::fprintf(stderr, "objprof-lua: %s\n", space.error().message.c_str());
     std::exit(2);
@@ -718,7 +718,7 @@ void check_unbarriered(lua_State* L, const GCObject* o) {
   ++hook.unbarriered;
   Vm* vm = vm_of(L);
   if (!vm) return;
-  const objprof::BarrierDescriptor& d = *hook.space;
+  const objprof::BarrierDescriptor& d = *vm->space;
   std::uint64_t granule = 0;
   if (!granule_of(d, o, granule)) return;  // not in the profiled space: no barrier would mark it either
   const std::uint8_t* bits = d.bitmap.load(std::memory_order_relaxed);

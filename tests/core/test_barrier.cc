@@ -18,6 +18,30 @@ struct Fixture {
   ThreadState thread{1, "main"};
 };
 
+// A random access sequence over `heap`: repeats of the previous address (cache hits), nulls,
+// addresses just below the space, and the rest mostly in range (some above it).
+std::vector<Address> access_sequence(const FakeHeap& heap, std::uint64_t x, int n) {
+  std::vector<Address> seq;
+  for (int i = 0; i < n; ++i) {
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    const Address a = i % 5 == 0 && !seq.empty() ? seq.back()                                   // cache hit
+                      : i % 11 == 0              ? 0                                            // null
+                      : i % 17 == 0              ? heap.space().begin() - 8 * (x % 4 + 1)       // below
+                                                 : heap.space().begin() + x % 70000;            // mostly in range
+    seq.push_back(a);
+  }
+  return seq;
+}
+
+// The addresses a harvest of `bm` finds marked (and clears).
+std::vector<Address> harvest(AccessBitmap& bm) {
+  auto snap = bm.snapshot_and_clear();
+  REQUIRE(snap.ok());
+  std::vector<Address> got;
+  snap->for_each_marked([&](Address a) { got.push_back(a); });
+  return got;
+}
+
 }  // namespace
 
 TEST_CASE("Barrier marks in-range objects and ignores null and out-of-range ones", "[core][barrier]") {
@@ -129,11 +153,7 @@ TEST_CASE("Every barrier variant marks the same granules as a reference model", 
     REQUIRE(bm.ok());
     ThreadState t(1, "t");
     for (auto off : offsets) access<P>(t, **bm, heap.space().begin() + off);
-    auto snap = (*bm)->snapshot_and_clear();
-    REQUIRE(snap.ok());
-    std::vector<Address> got;
-    snap->for_each_marked([&](Address a) { got.push_back(a); });
-    return got;
+    return harvest(**bm);
   };
   CHECK(run(BarrierPolicy<true, MarkMode::kRacy>{}) == expected);
   CHECK(run(BarrierPolicy<true, MarkMode::kAtomic>{}) == expected);
@@ -169,15 +189,7 @@ struct FakeVmThread {
 
 TEST_CASE("Barrier on a BarrierSlot in the VM's thread struct equals the ThreadState barrier", "[core][barrier]") {
   FakeHeap heap(1 << 16);
-  std::vector<Address> seq;
-  std::uint64_t x = 0x9E3779B97F4A7C15ull;
-  for (int i = 0; i < 4000; ++i) {
-    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-    const Address a = i % 5 == 0 && !seq.empty() ? seq.back()                       // cache hit
-                      : i % 11 == 0              ? 0                                // null
-                                                 : heap.space().begin() + x % 70000;  // mostly in range
-    seq.push_back(a);
-  }
+  const std::vector<Address> seq = access_sequence(heap, 0x9E3779B97F4A7C15ull, 4000);
   for (bool cache : {false, true})
     for (MarkMode m : {MarkMode::kRacy, MarkMode::kAtomic, MarkMode::kAtomicTestFirst})
       for (bool count : {false, true}) {
@@ -214,24 +226,8 @@ TEST_CASE("Barrier on a BarrierSlot in the VM's thread struct equals the ThreadS
 
 TEST_CASE("Barrier on a BarrierSpaceCopy marks what the descriptor barrier marks, across harvests", "[core][barrier]") {
   FakeHeap heap(1 << 16);
-  std::vector<Address> seq;
-  std::uint64_t x = 0xD1B54A32D192ED03ull;
-  for (int i = 0; i < 6000; ++i) {
-    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-    const Address a = i % 4 == 0 && !seq.empty() ? seq.back()                        // cache hit
-                      : i % 13 == 0              ? 0                                 // null
-                      : i % 17 == 0              ? heap.space().begin() - 8 * (x % 4 + 1)  // below
-                                                 : heap.space().begin() + x % 70000;   // mostly in range
-    seq.push_back(a);
-  }
+  const std::vector<Address> seq = access_sequence(heap, 0xD1B54A32D192ED03ull, 6000);
   // Each harvest's marks, as addresses: the copy's barrier against the descriptor's.
-  auto harvest = [](AccessBitmap& bm) {
-    auto snap = bm.snapshot_and_clear();
-    REQUIRE(snap.ok());
-    std::vector<Address> got;
-    snap->for_each_marked([&](Address a) { got.push_back(a); });
-    return got;
-  };
   for (bool cache : {false, true}) {
     INFO("cache " << cache);
     auto desc_bm = AccessBitmap::create(heap.space());
