@@ -17,6 +17,7 @@
 #if defined(LUA_OBJPROF)
 
 #include <objprof/barrier.h>
+#include <objprof/profiler.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -47,6 +48,9 @@ struct GlobalHook {
   // after lua_close has started.
   SpaceCopy copy;
   Vm* vm;  // null: objprof is not (or no longer) attached to this state
+  // The state's profiler while it is attached (null before, and from lua_close on): the sweep's
+  // frees go to its inline short path (free_hook).
+  objprof::Profiler* prof;
   // Barrier elimination is on (OBJPROF_LUA_ELIM): atomic() and thread switches mark the
   // frames' registers and upvalues, and writes into another frame's registers or a shared
   // upvalue mark what they write (objprof_lua_elim.h).
@@ -109,6 +113,17 @@ OBJPROF_ALWAYS_INLINE void access_call(GlobalHook& hook, const void* closure) no
   objprof::access<objprof::DefaultBarrier>(hook.call_slot, hook.copy, reinterpret_cast<objprof::Address>(closure));
 }
 
+// The sweep frees o (freeobj, once per dead object): its inline short path in the profiler (one
+// bit test and a count) when that applies, else the glue's on_free (out of line), which follows
+// dying threads and prototypes itself and hands other frees over in batches (a trace or hook
+// checks on, or a free outside a bracket, which the profiler refuses with an error).
+OBJPROF_ALWAYS_INLINE void free_hook(GlobalHook& hook, lua_State* L, GCObject* o, bool thread_or_proto) {
+  objprof::Profiler* prof = hook.prof;
+  if (prof == nullptr) return;
+  if (!thread_or_proto && prof->on_free_if_inline(reinterpret_cast<objprof::Address>(o))) [[likely]] return;
+  on_free(L, o);
+}
+
 // The bitmap was cleared, or memory freed: the next access of anything must mark again.
 inline void reset_caches(GlobalHook& hook) noexcept { hook.call_slot.reset(); }
 
@@ -123,7 +138,8 @@ inline void copy_space(GlobalHook& hook, const objprof::BarrierDescriptor& space
 #define luai_objprof_gfield		objprof_lua::GlobalHook objprof;
 #define luai_objprof_init(g)		objprof_lua::init((g)->objprof, (g)->frealloc, (g)->ud, (g)->allgc)
 #define luai_objprof_newobj(L,o,sz)	objprof_lua::on_newobj(L, o, sz)
-#define luai_objprof_free(L,o)		objprof_lua::on_free(L, o)
+#define luai_objprof_free(L,o)	\
+  objprof_lua::free_hook(G(L)->objprof, L, o, (o)->tt == LUA_VTHREAD || (o)->tt == LUA_VPROTO)
 #define luai_objprof_resize(L,o)	objprof_lua::on_resize(L, o)
 #define luai_objprof_access(L,o)	objprof_lua::access(G(L)->objprof, (o))
 #define luai_objprof_gcbegin(L)		objprof_lua::on_gc_begin(L)

@@ -416,6 +416,7 @@ void close_vm(Vm& vm, lua_State* L) {
                  (unsigned long long)st.protocol_errors);
   }
   vm.closed = true;
+  g->objprof.prof = nullptr;
   copy_space(g->objprof, empty_space());
   g->objprof.root_marks = g->objprof.frame_write_marks = false;
 }
@@ -491,12 +492,14 @@ void init(GlobalHook& hook, Alloc frealloc, void* ud, const GCObject* main_threa
     Vm* vm = static_cast<Vm*>(ud);
     cover(*vm, reinterpret_cast<Address>(main_thread));
     hook.vm = vm;
+    hook.prof = vm->prof.get();
     copy_space(hook, *vm->space);
     hook.root_marks = vm->opt.elim;
     hook.frame_write_marks = vm->opt.elim && vm->opt.fault != Options::Fault::kNoFrameWrites;
     hook.upvalue_marks = vm->opt.fault != Options::Fault::kNoUpvalueMarks;
   } else {  // a state with another allocator is not profiled
     hook.vm = nullptr;
+    hook.prof = nullptr;
     copy_space(hook, empty_space());
     hook.root_marks = hook.frame_write_marks = hook.upvalue_marks = false;
   }
@@ -566,8 +569,9 @@ namespace {
 
 }  // namespace
 
-// Once per object the sweep frees: the common case (a bracket is open; not a thread or a
-// prototype, whose deaths the glue itself follows) is a store into the batch. A dead table's
+// A free the inline hook (free_hook) did not report: a thread or a prototype, whose deaths the
+// glue itself follows; any free while a trace or hook checks are on (the profiler's hooks are
+// out of line then), which is a store into the batch; a free outside a bracket. A dead table's
 // `recent` entry stays: only a table or thread reads it (on_resize), and a new one at the same
 // address writes its own at creation.
 void on_free(lua_State* L, GCObject* o) {

@@ -341,6 +341,19 @@ class Profiler {
     }
     free_traced(addr);
   }
+  // on_free's inline short path alone: true if it applied (a bracket is open, no hook checks,
+  // no trace, one space, addr inside it) and the free is reported; false, with nothing done,
+  // otherwise. A runtime that hands its frees over in batches (on_free_batch) to pay one call
+  // per batch rather than per object can report each free here first and batch only those
+  // that return false (the Lua embedding: docs/embedding.md).
+  bool on_free_if_inline(Address addr) {
+    const std::uint64_t* starts = short_hook_starts();
+    const Address off = addr - space_begin_;
+    if (starts == nullptr || off >= space_bytes_) [[unlikely]] return false;
+    ++collector_counts().frees_seen;
+    if (tracked_start(starts, off)) log_free(addr);
+    return true;
+  }
   // The objects at `addrs` died: the same as one on_free per address, in this order, in one
   // call. A sweep that frees objects one at a time (a free-list heap's, like Lua's) can hand
   // them over in batches and pay the hook's fixed cost once per batch. The embedder reports a

@@ -1,6 +1,7 @@
 // on_free_batch: a sweep that frees objects one at a time hands them over in batches. It must be
 // indistinguishable from one on_free per address: the same trace, the same statistics, the same
-// leaks found online, and the same protocol errors for the same misuse.
+// leaks found online, and the same protocol errors for the same misuse. So must a sweep that
+// reports each free through on_free_if_inline and batches only those it declines.
 #include <objprof/profiler.h>
 
 #include "test_support.h"
@@ -24,8 +25,11 @@ constexpr std::size_t kSlots = 256;
 
 // One random program run on a rig: objects of 1 KiB (tracked) and 64 bytes in 2 KiB slots, some
 // touched each epoch, some freed at each GC, the frees reported one by one or in batches of
-// random sizes (empty ones too).
-void run_program(ProfilerRig& r, std::uint64_t seed, bool batched) {
+// random sizes (empty ones too), or each first to on_free_if_inline and the ones it declines in
+// batches (as the Lua embedding's sweep does). Returns how many on_free_if_inline took.
+enum class Frees { kEach, kBatched, kInlineElseBatched };
+std::uint64_t run_program(ProfilerRig& r, std::uint64_t seed, Frees mode) {
+  std::uint64_t inlined = 0;
   std::mt19937_64 rng(seed);
   std::mt19937_64 batches(seed + 1000);  // batch sizes only: the program is the same either way
   std::vector<bool> live(kSlots, false);
@@ -47,7 +51,13 @@ void run_program(ProfilerRig& r, std::uint64_t seed, bool batched) {
         live[s] = false;
       }
     std::shuffle(dead.begin(), dead.end(), rng);
-    if (batched) {
+    if (mode == Frees::kInlineElseBatched)
+      std::erase_if(dead, [&](Address a) {
+        const bool took = r.prof->on_free_if_inline(a);
+        inlined += took;
+        return took;
+      });
+    if (mode != Frees::kEach) {
       for (std::size_t i = 0; i < dead.size();) {
         const std::size_t n = std::min<std::size_t>(batches() % 7, dead.size() - i);
         r.prof->on_free_batch(std::span<const Address>(dead).subspan(i, n));
@@ -58,6 +68,7 @@ void run_program(ProfilerRig& r, std::uint64_t seed, bool batched) {
     }
     REQUIRE(r.prof->gc_end().ok());
   }
+  return inlined;
 }
 
 // The runs of one program on two rigs, freeing one by one and in batches, ended with the same
@@ -82,8 +93,9 @@ TEST_CASE("on_free_batch: the same trace, statistics and leaks as one on_free pe
     INFO("seed " << seed << (checks ? ", hook checks" : ", no hook checks"));
     const auto configure = [checks](ProfilerOptions& o) { o.check_hooks = checks; };
     ProfilerRig one(kSlots * kSlot, configure), batch(kSlots * kSlot, configure);
-    run_program(one, seed, false);
-    run_program(batch, seed, true);
+    run_program(one, seed, Frees::kEach);
+    // With a trace (every rig writes one) the inline path never applies: every free is batched.
+    CHECK(run_program(batch, seed, seed % 4 < 2 ? Frees::kBatched : Frees::kInlineElseBatched) == 0);
     CHECK(one.errors.empty());
     CHECK(batch.errors.empty());
     require_same_outcome(one, batch);
@@ -113,10 +125,50 @@ TEST_CASE("on_free_batch: without hook checks or a trace, the same statistics an
   };
   for (std::uint64_t seed = 11; seed <= 16; ++seed) {
     INFO("seed " << seed);
-    ProfilerRig one(kSlots * kSlot, plain), batch(kSlots * kSlot, plain);
-    run_program(one, seed, false);
-    run_program(batch, seed, true);
+    ProfilerRig one(kSlots * kSlot, plain), batch(kSlots * kSlot, plain), inl(kSlots * kSlot, plain);
+    run_program(one, seed, Frees::kEach);
+    CHECK(run_program(batch, seed, Frees::kBatched) == 0);
+    // Every free inside the bracket and the space takes on_free_if_inline's path.
+    CHECK(run_program(inl, seed, Frees::kInlineElseBatched) == one.prof->stats().frees);
     require_same_outcome(one, batch);
+    require_same_outcome(one, inl);
+  }
+}
+
+TEST_CASE("on_free_if_inline declines, doing nothing, where on_free would go out of line", "[core][protocol]") {
+  auto plain = [](ProfilerOptions& o) {
+    o.check_hooks = false;
+    o.trace_sink = nullptr;
+  };
+  ProfilerRig r(kSlots * kSlot, plain);
+  r.prof->on_alloc(*r.thread, 1, 1, r.at(0), 1024);
+  SECTION("outside gc_begin/gc_end: no error, nothing freed (on_free would report the misuse)") {
+    CHECK_FALSE(r.prof->on_free_if_inline(r.at(0)));
+    CHECK(r.errors.empty());
+    r.gc();
+    CHECK(r.prof->stats().frees == 0);
+    CHECK(r.prof->stats().tracked_live == 1);
+  }
+  SECTION("an address outside the space, inside a bracket") {
+    REQUIRE(r.prof->gc_begin(GcKind::kFull).ok());
+    CHECK_FALSE(r.prof->on_free_if_inline(r.heap.space().end() + 64));
+    CHECK_FALSE(r.prof->on_free_if_inline(r.heap.space().begin() - 64));
+    CHECK(r.prof->on_free_if_inline(r.at(0)));
+    REQUIRE(r.prof->gc_end().ok());
+    CHECK(r.errors.empty());
+    CHECK(r.prof->stats().frees == 1);
+    CHECK(r.prof->stats().tracked_live == 0);
+  }
+  SECTION("with hook checks: declined, and on_free then checks it") {
+    ProfilerRig c(kSlots * kSlot, [](ProfilerOptions& o) {
+      o.check_hooks = true;
+      o.trace_sink = nullptr;
+    });
+    REQUIRE(c.prof->gc_begin(GcKind::kFull).ok());
+    CHECK_FALSE(c.prof->on_free_if_inline(c.at(0)));  // no object there: on_free reports it
+    c.prof->on_free(c.at(0));
+    REQUIRE(c.prof->gc_end().ok());
+    CHECK(c.errors.size() == 1);
   }
 }
 

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""objprof-Lua against stock Lua across code layouts (scripts/lua_layouts.sh builds them).
+
+    scripts/lua_time_layouts.py REPS LAYOUT_DIR [LAYOUT_DIR ...]
+
+Each LAYOUT_DIR holds a lua-stock and an objprof-lua built with the same flags. Every run of
+every program, layout and interpreter is interleaved in a random order, REPS times; a cell is
+the minimum child CPU time over the REPS runs (bench_lua's program sizes, argv[0] "lua",
+OBJPROF_LUA_REPORT=0, as scripts/lua_time_ab.py). Per program it prints objprof/stock in each
+layout, the ratio of the two interpreters' geomeans across layouts (the layout's luck taken out
+of the comparison), and how far stock Lua alone moves between layouts (slowest / fastest).
+"""
+import math
+import os
+import random
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lua_time_ab import PROGRAMS, child_cpu  # noqa: E402
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def main():
+    if len(sys.argv) < 3 or not sys.argv[1].isdigit():
+        sys.exit(__doc__)
+    reps = int(sys.argv[1])
+    layouts = sys.argv[2:]
+    kinds = ("lua-stock", "objprof-lua")
+    for d in layouts:
+        for k in kinds:
+            if not os.access(os.path.join(d, k), os.X_OK):
+                sys.exit(f"lua_time_layouts: {d}: no executable {k} (scripts/lua_layouts.sh builds them)")
+    lua_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "lua")
+    env = dict(os.environ, OBJPROF_LUA_REPORT="0")
+    times = {}
+    for _ in range(reps):
+        runs = [(p, d, k) for p in PROGRAMS for d in layouts for k in kinds]
+        random.shuffle(runs)
+        for (name, arg), d, k in runs:
+            t = child_cpu(os.path.join(d, k), os.path.join(lua_dir, name + ".lua"), arg, env)
+            times.setdefault((name, d, k), []).append(t)
+    names = [os.path.basename(os.path.normpath(d)) for d in layouts]
+    print("program".ljust(14) + "".join(n[:11].rjust(12) for n in names) + "  across layouts  stock's spread")
+    across = []
+    for name, _ in PROGRAMS:
+        stock = [min(times[(name, d, "lua-stock")]) for d in layouts]
+        prof = [min(times[(name, d, "objprof-lua")]) for d in layouts]
+        ratio = geomean(prof) / geomean(stock)
+        across.append(ratio)
+        cells = "".join(f"{p / s:12.3f}" for p, s in zip(prof, stock))
+        print(name.ljust(14) + cells + f"{ratio:17.3f}{max(stock) / min(stock):16.3f}")
+    per_layout = [geomean([min(times[(n, d, 'objprof-lua')]) / min(times[(n, d, 'lua-stock')]) for n, _ in PROGRAMS])
+                  for d in layouts]
+    print("geomean".ljust(14) + "".join(f"{g:12.3f}" for g in per_layout) + f"{geomean(across):17.3f}")
+
+
+if __name__ == "__main__":
+    main()
