@@ -51,6 +51,10 @@ struct GlobalHook {
   // The state's profiler while it is attached (null before, and from lua_close on): the sweep's
   // frees go to its inline short path (free_hook).
   objprof::Profiler* prof;
+  // Footprints below this change nothing objprof keeps (the profiler's min_tracked_size with
+  // neither a trace nor hook checks, 0 with either, the largest value while not attached): a
+  // table's resize whose footprint cannot reach it is not reported (luai_objprof_resize).
+  std::uint64_t resize_floor;
   // Barrier elimination is on (OBJPROF_LUA_ELIM): atomic() and thread switches mark the
   // frames' registers and upvalues, and writes into another frame's registers or a shared
   // upvalue mark what they write (objprof_lua_elim.h).
@@ -140,7 +144,16 @@ inline void copy_space(GlobalHook& hook, const objprof::BarrierDescriptor& space
 #define luai_objprof_newobj(L,o,sz)	objprof_lua::on_newobj(L, o, sz)
 #define luai_objprof_free(L,o)	\
   objprof_lua::free_hook(G(L)->objprof, L, o, (o)->tt == LUA_VTHREAD || (o)->tt == LUA_VPROTO)
-#define luai_objprof_resize(L,o)	objprof_lua::on_resize(L, o)
+// A table's resize goes to the glue only if its footprint may reach the hook's floor: an upper
+// bound from the fields at hand (the array part is below twice `alimit`; a dummy hash part
+// counts as one node) saves the call for the many small tables a program builds (binary_trees:
+// one per constructor). A thread's stack reallocation always goes.
+#define luai_objprof_tablebound(t)	\
+  (sizeof(Table) + 2 * sizeof(TValue) * static_cast<std::uint64_t>((t)->alimit) + \
+   (sizeof(Node) << (t)->lsizenode))
+#define luai_objprof_resize(L,o)	\
+  (((o)->tt != LUA_VTABLE || luai_objprof_tablebound(gco2t(o)) >= G(L)->objprof.resize_floor) \
+     ? objprof_lua::on_resize(L, o) : (void)0)
 #define luai_objprof_access(L,o)	objprof_lua::access(G(L)->objprof, (o))
 #define luai_objprof_gcbegin(L)		objprof_lua::on_gc_begin(L)
 #define luai_objprof_gcend(L)		objprof_lua::on_gc_end(L)

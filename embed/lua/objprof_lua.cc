@@ -417,6 +417,7 @@ void close_vm(Vm& vm, lua_State* L) {
   }
   vm.closed = true;
   g->objprof.prof = nullptr;
+  g->objprof.resize_floor = UINT64_MAX;
   copy_space(g->objprof, empty_space());
   g->objprof.root_marks = g->objprof.frame_write_marks = false;
 }
@@ -493,6 +494,7 @@ void init(GlobalHook& hook, Alloc frealloc, void* ud, const GCObject* main_threa
     cover(*vm, reinterpret_cast<Address>(main_thread));
     hook.vm = vm;
     hook.prof = vm->prof.get();
+    hook.resize_floor = vm->every_resize ? 0 : vm->min_tracked;
     copy_space(hook, *vm->space);
     hook.root_marks = vm->opt.elim;
     hook.frame_write_marks = vm->opt.elim && vm->opt.fault != Options::Fault::kNoFrameWrites;
@@ -500,6 +502,7 @@ void init(GlobalHook& hook, Alloc frealloc, void* ud, const GCObject* main_threa
   } else {  // a state with another allocator is not profiled
     hook.vm = nullptr;
     hook.prof = nullptr;
+    hook.resize_floor = UINT64_MAX;
     copy_space(hook, empty_space());
     hook.root_marks = hook.frame_write_marks = hook.upvalue_marks = false;
   }
