@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """objprof-Lua against stock Lua across code layouts (scripts/lua_layouts.sh builds them).
 
-    scripts/lua_time_layouts.py REPS LAYOUT_DIR [LAYOUT_DIR ...]
+    scripts/lua_time_layouts.py [--objprof-env NAME=VALUE ...] REPS LAYOUT_DIR [LAYOUT_DIR ...]
 
 Each LAYOUT_DIR holds a lua-stock and an objprof-lua built with the same flags. Every run of
 every program, layout and interpreter is interleaved in a random order, REPS times; a cell is
@@ -9,6 +9,7 @@ the minimum child CPU time over the REPS runs (bench_lua's program sizes, argv[0
 OBJPROF_LUA_REPORT=0, as scripts/lua_time_ab.py). Per program it prints objprof/stock in each
 layout, the ratio of the two interpreters' geomeans across layouts (the layout's luck taken out
 of the comparison), and how far stock Lua alone moves between layouts (slowest / fastest).
+--objprof-env sets a variable for objprof-lua's runs only (e.g. OBJPROF_LUA_ELIM=1).
 """
 import math
 import os
@@ -24,10 +25,16 @@ def geomean(xs):
 
 
 def main():
-    if len(sys.argv) < 3 or not sys.argv[1].isdigit():
+    args = sys.argv[1:]
+    objprof_env = {}
+    while len(args) >= 2 and args[0] == "--objprof-env" and "=" in args[1]:
+        name, value = args[1].split("=", 1)
+        objprof_env[name] = value
+        args = args[2:]
+    if len(args) < 2 or not args[0].isdigit():
         sys.exit(__doc__)
-    reps = int(sys.argv[1])
-    layouts = sys.argv[2:]
+    reps = int(args[0])
+    layouts = args[1:]
     kinds = ("lua-stock", "objprof-lua")
     for d in layouts:
         for k in kinds:
@@ -35,12 +42,13 @@ def main():
                 sys.exit(f"lua_time_layouts: {d}: no executable {k} (scripts/lua_layouts.sh builds them)")
     lua_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "lua")
     env = dict(os.environ, OBJPROF_LUA_REPORT="0")
+    envs = {"lua-stock": env, "objprof-lua": dict(env, **objprof_env)}
     times = {}
     for _ in range(reps):
         runs = [(p, d, k) for p in PROGRAMS for d in layouts for k in kinds]
         random.shuffle(runs)
         for (name, arg), d, k in runs:
-            t = child_cpu(os.path.join(d, k), os.path.join(lua_dir, name + ".lua"), arg, env)
+            t = child_cpu(os.path.join(d, k), os.path.join(lua_dir, name + ".lua"), arg, envs[k])
             times.setdefault((name, d, k), []).append(t)
     names = [os.path.basename(os.path.normpath(d)) for d in layouts]
     print("program".ljust(14) + "".join(n[:11].rjust(12) for n in names) + "  across layouts  stock's spread")
