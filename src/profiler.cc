@@ -729,6 +729,9 @@ Status Profiler::gc_begin(GcKind kind) {
   if (!in_gc_.compare_exchange_strong(expected, true))
     return make_error(ErrorCode::kProtocol, fmt::format("gc_begin in epoch {} while a GC is already running", epoch()));
   ProfilerState& st = *state_;
+  // Everything gc_begin writes (the mutators' buffers, gc-begin, the bitmap dump) goes to a
+  // file in one write(2) when it returns.
+  TraceWriter::Gather gather(st.writer.get());
   const auto e = epoch();
   if (st.checker) st.checker->gc_begin();
   std::uint64_t bytes = 0;
@@ -1042,7 +1045,6 @@ Status Profiler::gc_end() {
   free_ranges.clear();
   internal::gather_collector_logs(st.collectors, moves, ranges, frees, free_ranges);
   for (auto& local : st.collectors) {
-    if (local.buffer) local.buffer->flush();
     st.moves += local.moves_seen;
     st.frees += local.frees_seen;
     st.free_ranges += local.free_ranges_seen;
@@ -1075,6 +1077,11 @@ Status Profiler::gc_end() {
     for (const auto& t : st.threads) t->reset_cache();
   }
   {
+    // The collectors' records, the stale objects, gc-end and what mutators wrote during the
+    // bracket go to a file in one write(2), in this order, when gc_end returns.
+    TraceWriter::Gather gather(st.writer.get());
+    for (auto& local : st.collectors)
+      if (local.buffer) local.buffer->flush();
     std::lock_guard<std::mutex> lock(st.control_mutex);
     if (st.control) {
       for (const internal::StaleObject& o : fresh) {

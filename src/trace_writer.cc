@@ -104,6 +104,18 @@ void TraceWriter::write_locked(const std::uint8_t* chunk, std::size_t total) {
     lost_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  if (gathering_) {
+    if (gathered_.size() + total > gather_limit_) write_gathered_locked();
+    if (total <= gather_limit_ && error_.ok()) {
+      gathered_.insert(gathered_.end(), chunk, chunk + total);
+      ++gathered_chunks_;
+      return;
+    }
+    if (!error_.ok()) {  // the gathered chunks before it failed: this one is lost too
+      lost_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
   Status st = sink_->write({reinterpret_cast<const std::byte*>(chunk), total});
   if (!st.ok()) {
     error_ = st;
@@ -112,6 +124,35 @@ void TraceWriter::write_locked(const std::uint8_t* chunk, std::size_t total) {
   }
   chunks_.fetch_add(1, std::memory_order_relaxed);
   bytes_.fetch_add(total, std::memory_order_relaxed);
+}
+
+void TraceWriter::write_gathered_locked() {
+  if (gathered_.empty()) return;
+  const std::uint64_t n = gathered_chunks_;
+  Status st = error_.ok() ? sink_->write({reinterpret_cast<const std::byte*>(gathered_.data()), gathered_.size()})
+                          : error_;
+  if (st.ok()) {
+    chunks_.fetch_add(n, std::memory_order_relaxed);
+    bytes_.fetch_add(gathered_.size(), std::memory_order_relaxed);
+  } else {
+    if (error_.ok()) error_ = st;
+    lost_.fetch_add(n, std::memory_order_relaxed);
+  }
+  gathered_.clear();
+  gathered_chunks_ = 0;
+}
+
+TraceWriter::Gather::Gather(TraceWriter* writer) : writer_(writer && writer->gather_limit_ > 0 ? writer : nullptr) {
+  if (!writer_) return;
+  std::lock_guard<std::mutex> lock(writer_->mutex_);
+  writer_->gathering_ = true;
+}
+
+TraceWriter::Gather::~Gather() {
+  if (!writer_) return;
+  std::lock_guard<std::mutex> lock(writer_->mutex_);
+  writer_->gathering_ = false;
+  writer_->write_gathered_locked();
 }
 
 void TraceWriter::hold_mutator_chunks(std::uint64_t stamp_epoch) {
@@ -136,6 +177,7 @@ void TraceWriter::release_held() {
 
 Status TraceWriter::flush_sink() {
   std::lock_guard<std::mutex> lock(mutex_);
+  write_gathered_locked();  // a Gather still open: what it holds goes first
   if (!error_.ok()) return error_;
   return sink_->flush();
 }

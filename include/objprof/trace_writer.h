@@ -40,6 +40,24 @@ class TraceWriter {
   void hold_mutator_chunks(std::uint64_t stamp_epoch);
   void release_held();
 
+  // While a Gather lives, the chunks committed (by any thread) reach a sink that gathers
+  // (ChunkSink::gather_bytes, a file) together, in commit order, in as few writes as its limit
+  // allows, and all of them before the Gather ends. The profiler opens one around each of
+  // gc_begin and gc_end: a GC hook's chunks (the mutators' buffers, the bitmap dump, the
+  // collector's records, gc-end, the held chunks) are one write(2) instead of one each, and
+  // they are in the file when the hook returns, as before. The file is the same byte for byte.
+  // Not nested. Without a writer (nullptr) or with a sink that does not gather, it does nothing.
+  class Gather {
+   public:
+    explicit Gather(TraceWriter* writer);
+    ~Gather();
+    Gather(const Gather&) = delete;
+    Gather& operator=(const Gather&) = delete;
+
+   private:
+    TraceWriter* writer_;
+  };
+
   // Frames `payload` (which must be preceded by kChunkHeaderBytes of writable space) and writes
   // it. Used by EventBuffer.
   void commit(std::uint8_t* header, std::size_t payload_bytes, std::uint32_t stream);
@@ -54,9 +72,11 @@ class TraceWriter {
 
  private:
   TraceWriter(std::unique_ptr<ChunkSink> sink, std::size_t chunk_payload)
-      : sink_(std::move(sink)), chunk_payload_(chunk_payload) {}
+      : sink_(std::move(sink)), chunk_payload_(chunk_payload), gather_limit_(sink_->gather_bytes()) {}
 
   void write_locked(const std::uint8_t* chunk, std::size_t total);
+  // Writes the gathered chunks in one sink write (or counts them lost after an error).
+  void write_gathered_locked();
 
   std::unique_ptr<ChunkSink> sink_;
   std::size_t chunk_payload_;
@@ -66,6 +86,10 @@ class TraceWriter {
   bool holding_ = false;                    // guarded by mutex_
   std::uint64_t hold_epoch_ = 0;
   std::vector<std::uint8_t> held_;          // framed chunks, back to back
+  const std::size_t gather_limit_;          // the sink's gather_bytes(): 0, no gathering
+  bool gathering_ = false;                  // guarded by mutex_
+  std::vector<std::uint8_t> gathered_;      // framed chunks, back to back, at most gather_limit_
+  std::uint64_t gathered_chunks_ = 0;
   std::atomic<std::uint64_t> chunks_{0}, bytes_{0}, lost_{0};
 };
 

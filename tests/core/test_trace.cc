@@ -360,6 +360,129 @@ TEST_CASE("Many threads write through the hooks, and the reader sees every event
   CHECK(c->gc_ends.back().bytes_allocated == std::uint64_t{kThreads} * kEpochs * kPerEpoch * 16);
 }
 
+namespace {
+
+// A sink that gathers (ChunkSink::gather_bytes) and keeps every write apart.
+class WriteRecorder final : public ChunkSink {
+ public:
+  explicit WriteRecorder(std::size_t gather) : gather_(gather) {}
+  Status write(std::span<const std::byte> bytes) override {
+    writes.emplace_back(bytes.begin(), bytes.end());
+    return {};
+  }
+  std::size_t gather_bytes() const noexcept override { return gather_; }
+  std::vector<std::byte> joined() const {
+    std::vector<std::byte> all;
+    for (const auto& w : writes) all.insert(all.end(), w.begin(), w.end());
+    return all;
+  }
+  std::vector<std::vector<std::byte>> writes;
+
+ private:
+  std::size_t gather_;
+};
+
+// Whole chunks, back to back, and nothing else: how many (0 if `w` is not that).
+std::size_t whole_chunks(const std::vector<std::byte>& w) {
+  std::size_t n = 0, at = 0;
+  while (at + trace::kChunkHeaderBytes <= w.size()) {
+    if (get_u32(w, at) != trace::kChunkMagic) return 0;
+    at += trace::kChunkHeaderBytes + get_u32(w, at + 4);
+    ++n;
+  }
+  return at == w.size() ? n : 0;
+}
+
+// Four GCs of allocations, accesses, frees and moves into `sink`, with small chunks (several
+// per GC hook); right before each GC hook, `hook(gc, is_end, false)`, and after it returns,
+// `hook(gc, is_end, true)`; after finish (the sink still alive), `finished()`.
+template <class AfterHook, class Finished>
+void gc_rounds(const FakeHeap& heap, std::unique_ptr<ChunkSink> sink, AfterHook&& after_hook, Finished&& finished) {
+  ProfilerOptions o;
+  o.trace_sink = std::move(sink);
+  o.chunk_payload = 256;
+  o.default_leak_printer = false;
+  auto p = Profiler::create(std::move(o));
+  REQUIRE(p.ok());
+  Profiler& prof = **p;
+  REQUIRE(prof.add_space(heap.space()).ok());
+  REQUIRE(prof.define_type({1, "Node", 32, false}).ok());
+  ThreadState* t = *prof.attach_thread(0, "main");
+  for (int gc = 0; gc < 4; ++gc) {
+    for (int i = 0; i < 200; ++i) {
+      const Address a = heap.at(static_cast<std::size_t>(gc * 16384 + i * 64));
+      prof.on_alloc(*t, 0, 1, a, 64);
+      if (i % 3 == 0) access<>(*t, prof.bitmap(0), a);
+    }
+    after_hook(gc, false, false);
+    REQUIRE(prof.gc_begin(GcKind::kFull).ok());
+    after_hook(gc, false, true);
+    for (int i = 0; i < 200; i += 2) prof.on_free(heap.at(static_cast<std::size_t>(gc * 16384 + i * 64)));
+    for (int i = 1; i < 100; i += 2)
+      prof.on_move(heap.at(static_cast<std::size_t>(gc * 16384 + i * 64)), heap.at(static_cast<std::size_t>(65536 + gc * 8192 + i * 64)));
+    after_hook(gc, true, false);
+    REQUIRE(prof.gc_end().ok());
+    after_hook(gc, true, true);
+  }
+  REQUIRE(prof.finish().ok());
+  finished();
+}
+
+}  // namespace
+
+TEST_CASE("A sink that gathers gets each GC hook's chunks in one write: the same bytes, whole chunks, none held back",
+          "[core][trace]") {
+  const FakeHeap heap(1 << 17);  // one heap for every run: the same addresses, the same bytes
+  // The same events one chunk per write (a memory sink does not gather) ...
+  auto one_each = std::make_unique<MemorySink>();
+  MemorySink* plain = one_each.get();
+  std::vector<std::byte> expected;
+  gc_rounds(heap, std::move(one_each), [](int, bool, bool) {}, [&] { expected = plain->take(); });
+  const std::size_t chunks = chunk_offsets(expected).size();
+  REQUIRE(chunks > 40);  // 256-byte chunks: several per GC hook
+
+  // ... and gathered, with room for a whole hook and with room for about one chunk.
+  for (const std::size_t limit : {std::size_t{1} << 20, std::size_t{300}}) {
+    CAPTURE(limit);
+    auto gathering = std::make_unique<WriteRecorder>(limit);
+    WriteRecorder* rec = gathering.get();
+    std::size_t before = 0;
+    std::size_t hooks_with_several_writes = 0;
+    std::vector<std::vector<std::byte>> writes;
+    gc_rounds(heap, std::move(gathering), [&](int gc, bool is_end, bool returned) {
+      if (!returned) {  // the mutators' and collector's full buffers went out before the hook
+        before = rec->writes.size();
+        return;
+      }
+      CAPTURE(gc, is_end);
+      const std::size_t added = rec->writes.size() - before;
+      CHECK(added >= 1);
+      if (limit > 4096) CHECK(added == 1);  // the whole hook in one write
+      if (added > 1) ++hooks_with_several_writes;
+      // Nothing of the hook is held back: what the sink has reads up to this GC's end.
+      auto sofar = trace::load(rec->joined());
+      REQUIRE(sofar.ok());
+      CHECK(sofar->gc_begins.size() == static_cast<std::size_t>(gc + 1));
+      CHECK(sofar->gc_ends.size() == static_cast<std::size_t>(gc + (is_end ? 1 : 0)));
+      if (is_end) CHECK(sofar->frees.size() == static_cast<std::size_t>(100 * (gc + 1)));
+    }, [&] { writes = rec->writes; });
+    if (limit < 4096) CHECK(hooks_with_several_writes > 0);  // the limit splits a hook's chunks
+    std::vector<std::byte> joined;
+    std::size_t gathered = 0;
+    for (std::size_t i = 0; i < writes.size(); ++i) {
+      joined.insert(joined.end(), writes[i].begin(), writes[i].end());
+      if (i == 0) continue;  // the preamble
+      const std::size_t n = whole_chunks(writes[i]);
+      CHECK(n >= 1);
+      if (n > 1) CHECK(writes[i].size() <= limit);  // a chunk above the limit goes alone
+      gathered += n;
+    }
+    CHECK(joined == expected);
+    CHECK(gathered == chunks);
+    CHECK(writes.size() < chunks + 1);
+  }
+}
+
 TEST_CASE("Trace files are written whole and read back from disk", "[core][trace]") {
   const std::string path = "/tmp/objprof-test-" + std::to_string(::getpid()) + ".trace";
   {
