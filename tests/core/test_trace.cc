@@ -483,6 +483,78 @@ TEST_CASE("A sink that gathers gets each GC hook's chunks in one write: the same
   }
 }
 
+TEST_CASE("A gathering sink that fails: the error is kept, every later chunk counted lost, the file a valid prefix",
+          "[core][trace]") {
+  // Fails every write from the `fail_from`-th on (0: the preamble), keeping what came before.
+  class FailingSink final : public ChunkSink {
+   public:
+    explicit FailingSink(std::size_t fail_from) : fail_from_(fail_from) {}
+    Status write(std::span<const std::byte> bytes) override {
+      if (writes_++ >= fail_from_) return make_error(ErrorCode::kIo, "disk full (test)");
+      kept.insert(kept.end(), bytes.begin(), bytes.end());
+      return {};
+    }
+    std::size_t gather_bytes() const noexcept override { return std::size_t{1} << 20; }
+    std::vector<std::byte> kept;
+
+   private:
+    std::size_t fail_from_;
+    std::size_t writes_ = 0;
+  };
+  const FakeHeap heap(1 << 17);
+  std::vector<std::byte> expected;
+  auto one_each = std::make_unique<MemorySink>();
+  MemorySink* plain = one_each.get();
+  gc_rounds(heap, std::move(one_each), [](int, bool, bool) {}, [&] { expected = plain->take(); });
+  const std::size_t chunks = chunk_offsets(expected).size();
+  for (const std::size_t fail_from : {std::size_t{3}, std::size_t{6}, std::size_t{11}}) {
+    CAPTURE(fail_from);
+    auto sink = std::make_unique<FailingSink>(fail_from);
+    FailingSink* raw = sink.get();
+    ProfilerOptions o;
+    o.trace_sink = std::move(sink);
+    o.chunk_payload = 256;
+    o.default_leak_printer = false;
+    auto p = Profiler::create(std::move(o));
+    REQUIRE(p.ok());
+    Profiler& prof = **p;
+    REQUIRE(prof.add_space(heap.space()).ok());
+    REQUIRE(prof.define_type({1, "Node", 32, false}).ok());
+    ThreadState* t = *prof.attach_thread(0, "main");
+    for (int gc = 0; gc < 4; ++gc) {
+      for (int i = 0; i < 200; ++i) {
+        const Address a = heap.at(static_cast<std::size_t>(gc * 16384 + i * 64));
+        prof.on_alloc(*t, 0, 1, a, 64);
+        if (i % 3 == 0) access<>(*t, prof.bitmap(0), a);
+      }
+      REQUIRE(prof.gc_begin(GcKind::kFull).ok());
+      for (int i = 0; i < 200; i += 2) prof.on_free(heap.at(static_cast<std::size_t>(gc * 16384 + i * 64)));
+      for (int i = 1; i < 100; i += 2)
+        prof.on_move(heap.at(static_cast<std::size_t>(gc * 16384 + i * 64)),
+                     heap.at(static_cast<std::size_t>(65536 + gc * 8192 + i * 64)));
+      REQUIRE(prof.gc_end().ok());  // the GC itself goes on; the trace reports the failure
+    }
+    const Status finished = prof.finish();
+    REQUIRE_FALSE(finished.ok());
+    CHECK(finished.error().message.find("disk full (test)") != std::string::npos);
+    CHECK_FALSE(prof.trace_status().ok());
+    const auto stats = prof.stats();
+    CHECK(stats.trace_chunks_lost > 0);
+    CHECK(stats.trace_chunks + stats.trace_chunks_lost == chunks);  // none unaccounted for
+    // What reached the sink before the failure is the expected trace's prefix, whole chunks.
+    REQUIRE(raw->kept.size() <= expected.size());
+    CHECK(std::equal(raw->kept.begin(), raw->kept.end(), expected.begin()));
+    CHECK(raw->kept.size() == trace::kPreambleBytes + (chunk_offsets(raw->kept).empty() ? 0 : [&] {
+      std::size_t end = 0;
+      for (std::size_t at : chunk_offsets(raw->kept)) end = at + trace::kChunkHeaderBytes + get_u32(raw->kept, at + 4);
+      return end - trace::kPreambleBytes;
+    }()));
+    auto prefix = trace::load(raw->kept);
+    REQUIRE(prefix.ok());
+    CHECK_FALSE(prefix->summary.complete);
+  }
+}
+
 TEST_CASE("Trace files are written whole and read back from disk", "[core][trace]") {
   const std::string path = "/tmp/objprof-test-" + std::to_string(::getpid()) + ".trace";
   {
