@@ -687,25 +687,31 @@ void Profiler::track_resize(ThreadState& thread, Address addr, std::uint64_t byt
 
 namespace {
 
-// Writes the marked words of one epoch: sparse (index, word) pairs when under half the words
-// are non-zero, dense runs otherwise; either way in pieces that fit one chunk.
+// Writes the marked words of one epoch: packed sparse entries (index delta, word) when they
+// take fewer bytes than the window's words (a delta is 1-2 bytes for words near each other:
+// ~10 bytes per marked word against 8 per word of the window), dense runs otherwise; either way
+// in pieces that fit one chunk.
 void write_bitmap(EventBuffer& out, std::uint32_t space, const BitmapSnapshot& snap,
                   const std::vector<std::pair<std::uint64_t, std::uint64_t>>& nonzero) {
   const auto bytes = snap.bytes();
   const std::size_t first_word = snap.first_byte() / 8, words = bytes.size() / 8;  // the window
   if (nonzero.empty()) return;
-  if (nonzero.size() * 2 < words - first_word) {
-    const std::size_t per = (out.capacity() - 16) / 16;
+  if (nonzero.size() * 10 < (words - first_word) * 8) {
+    constexpr std::size_t kHead = 1 + 5 + 5, kMaxEntry = trace::kMaxUvarBytes + 8;
+    const std::size_t per = (out.capacity() - kHead) / kMaxEntry;
     for (std::size_t first = 0; first < nonzero.size(); first += per) {
       const std::size_t n = std::min(per, nonzero.size() - first);
-      std::uint8_t* p = out.begin_record(1 + 4 + 4 + n * 16);
-      p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kBitmapSparse));
-      p = EventBuffer::put_u32(p, space);
-      p = EventBuffer::put_u32(p, static_cast<std::uint32_t>(n));
+      std::uint8_t* p = out.begin_record_at_most(kHead + n * kMaxEntry);
+      p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kBitmapPacked));
+      p = EventBuffer::put_uvar(p, space);
+      p = EventBuffer::put_uvar(p, n);
+      std::uint64_t prev = 0;
       for (std::size_t i = first; i < first + n; ++i) {
-        p = EventBuffer::put_u64(p, nonzero[i].first);
+        p = EventBuffer::put_uvar(p, nonzero[i].first - prev);  // the first: the index itself
+        prev = nonzero[i].first;
         p = EventBuffer::put_u64(p, nonzero[i].second);
       }
+      out.end_record(p);
     }
   } else {
     const std::size_t per = (out.capacity() - 24) / 8;

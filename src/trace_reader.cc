@@ -300,6 +300,28 @@ class Decoder {
         v_.bitmap_words(space, ctx.epoch, words_);
         break;
       }
+      case Tag::kBitmapPacked: {
+        if (version_ < 6) throw DecodeError{fmt::format("packed bitmap record in a version {} trace", version_)};
+        const std::uint32_t space = c.uvar32("bitmap space");
+        const std::uint64_t count = c.uvar("bitmap entry count");
+        // Every entry takes at least 9 bytes: a count beyond what is left is refused before
+        // anything is reserved for it.
+        if (count > c.left() / 9)
+          throw DecodeError{fmt::format("bitmap entry count {} does not fit the {} bytes left in its chunk", count, c.left())};
+        words_.clear();
+        std::uint64_t idx = 0;
+        for (std::uint64_t i = 0; i < count; ++i) {
+          const std::uint64_t d = c.uvar("bitmap word index");
+          if (i > 0 && d == 0) throw DecodeError{"bitmap entries are not in increasing word order"};
+          if (d > ~std::uint64_t{0} - idx) throw DecodeError{fmt::format("bitmap word index {} + {} overflows", idx, d)};
+          idx += d;
+          const std::uint64_t word = c.u64("bitmap word");
+          check_words(space, idx, 1);
+          words_.emplace_back(idx, word);
+        }
+        v_.bitmap_words(space, ctx.epoch, words_);
+        break;
+      }
       case Tag::kStale: {
         StaleEvent s;
         s.addr = c.u64("stale address");

@@ -80,6 +80,10 @@ class EventBuffer {
   // Generic record building for the rare records (definitions, GC, bitmap dumps).
   // begin_record reserves `bytes` contiguous bytes (bytes <= capacity()).
   std::uint8_t* begin_record(std::size_t bytes) { return reserve(bytes); }
+  // A record whose length is known only once it is written (varints): room for at most
+  // `bytes` (<= capacity()), then end_record with the end of what was written.
+  std::uint8_t* begin_record_at_most(std::size_t bytes) { return room(bytes); }
+  void end_record(std::uint8_t* end) noexcept { pos_ = end; }
   static std::uint8_t* put_u8(std::uint8_t* p, std::uint8_t v) { *p = v; return p + 1; }
   static std::uint8_t* put_u16(std::uint8_t* p, std::uint16_t v) { std::memcpy(p, &v, 2); return p + 2; }
   static std::uint8_t* put_u32(std::uint8_t* p, std::uint32_t v) { std::memcpy(p, &v, 4); return p + 4; }

@@ -18,11 +18,12 @@
 namespace objprof::trace {
 
 inline constexpr char kMagic[8] = {'O', 'B', 'J', 'P', 'R', 'T', 'R', 'C'};
-inline constexpr std::uint32_t kVersion = 5;
+inline constexpr std::uint32_t kVersion = 6;
 // Version 1 is version 2 without resize records, version 2 is version 3 without path records,
 // version 3 is version 4 without free-range records, version 4 is version 5 without packed
-// records; the reader reads all five. The writer writes packed alloc, move, free and resize
-// records from version 5 on (the fixed ones stay readable).
+// records, version 5 is version 6 without packed bitmap dumps; the reader reads all six. The
+// writer writes packed alloc, move, free and resize records from version 5 on, and sparse
+// bitmap dumps packed from version 6 on (the fixed ones stay readable).
 inline constexpr std::uint32_t kMinVersion = 1;
 inline constexpr std::size_t kPreambleBytes = 16;
 
@@ -72,9 +73,14 @@ enum class Tag : std::uint8_t {
   // An alloc and, right after it in the same chunk, a resize of the same object (a table
   // built by a constructor): uvar site, uvar type, addr addr, uvar size, uvar bytes (v5)
   kAllocResized = 23,
+  // kBitmapSparse packed (v6): uvar space, uvar count, then count entries of uvar delta, u64
+  // word, where the first delta is the first entry's word index and each later one (at least 1)
+  // the distance from the entry before. A harvest's marked words are near each other: a few
+  // bytes of index instead of 8.
+  kBitmapPacked = 24,
 };
 
-inline constexpr std::uint8_t kMaxTag = 23;
+inline constexpr std::uint8_t kMaxTag = 24;
 
 // Packed records (version 5). Most objects are small and are allocated, resized and freed near
 // the previous one, so their records are a few bytes instead of 9–25.

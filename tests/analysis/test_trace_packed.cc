@@ -365,3 +365,81 @@ TEST_CASE("packed records: objprof dump counts and prints resizes, folded or not
   CHECK(text.find("resize t0 0x10000 to 200 bytes") != std::string::npos);
   CHECK(text.find("resize t0 0x10040 to 312 bytes") != std::string::npos);
 }
+
+namespace {
+
+void put_uvar_into(std::vector<std::uint8_t>& out, std::uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<std::uint8_t>(v | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<std::uint8_t>(v));
+}
+void put_u64_into(std::vector<std::uint8_t>& out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+
+// A packed bitmap record (tag 24) of (index delta, word) entries as given.
+std::vector<std::uint8_t> packed_bitmap(std::uint64_t space, std::uint64_t count,
+                                        const std::vector<std::pair<std::uint64_t, std::uint64_t>>& entries) {
+  std::vector<std::uint8_t> r = {static_cast<std::uint8_t>(trace::Tag::kBitmapPacked)};
+  put_uvar_into(r, space);
+  put_uvar_into(r, count);
+  for (auto [delta, word] : entries) {
+    put_uvar_into(r, delta);
+    put_u64_into(r, word);
+  }
+  return r;
+}
+
+// One GC whose dump is `dump` (a raw control record), or the sparse form of `addrs` if empty.
+std::vector<std::byte> gc_with_dump(const std::vector<std::uint8_t>& dump, const std::vector<std::uint64_t>& addrs) {
+  TraceBuilder b;  // space 0: [0x10000, 0x20000), 8-byte granules: 128 words of bitmap
+  b.thread(0, "main");
+  for (std::uint64_t a : addrs) b.alloc(0, 0, 0, a, 8);
+  b.gc_begin();
+  if (dump.empty()) b.bitmap(addrs);
+  else b.raw_control(dump);
+  b.gc_end();
+  b.end();
+  return b.take();
+}
+
+}  // namespace
+
+TEST_CASE("packed bitmap dumps: read as the sparse form, malformed ones and ones before version 6 refused",
+          "[trace][packed]") {
+  // Granules 0, 70 and 8191 (the space's last): words 0, 1 and 127.
+  const std::vector<std::uint64_t> addrs = {0x10000, 0x10000 + 70 * 8, 0x10000 + 8191 * 8};
+  const auto sparse = trace::load(gc_with_dump({}, addrs));
+  REQUIRE(sparse.ok());
+  const std::vector<std::uint8_t> good =
+      packed_bitmap(0, 3, {{0, 1}, {1, std::uint64_t{1} << 6}, {126, std::uint64_t{1} << 63}});
+  const auto packed = trace::load(gc_with_dump(good, addrs));
+  REQUIRE(packed.ok());
+  CHECK(packed->marked_addresses(0) == addrs);
+  CHECK(packed->marked_addresses(0) == sparse->marked_addresses(0));
+
+  std::vector<std::byte> v5 = gc_with_dump(good, addrs);
+  set_version(v5, 5);
+  CHECK(load_error(v5).find("packed bitmap record in a version 5 trace") != std::string::npos);
+
+  CHECK(load_error(gc_with_dump(packed_bitmap(0, 2, {{3, 1}, {0, 2}}), addrs)).find("increasing word order") !=
+        std::string::npos);
+  CHECK(load_error(gc_with_dump(packed_bitmap(0, 1, {{128, 1}}), addrs)).find("outside space 0") != std::string::npos);
+  CHECK(load_error(gc_with_dump(packed_bitmap(0, 2, {{127, 1}, {1, 1}}), addrs)).find("outside space 0") !=
+        std::string::npos);
+  CHECK(load_error(gc_with_dump(packed_bitmap(7, 1, {{0, 1}}), addrs)).find("undeclared space 7") != std::string::npos);
+  CHECK(load_error(gc_with_dump(packed_bitmap(0, 1'000'000, {{0, 1}}), addrs)).find("does not fit") !=
+        std::string::npos);
+  CHECK(load_error(gc_with_dump(packed_bitmap(std::uint64_t{1} << 40, 1, {{0, 1}}), addrs)).find("32 bits") !=
+        std::string::npos);
+  // Entries cut short: fewer bytes than the count's entries can take, or a word running past
+  // the chunk after a long index delta.
+  std::vector<std::uint8_t> cut = packed_bitmap(0, 1, {{0, 1}});
+  cut.resize(cut.size() - 3);
+  CHECK(load_error(gc_with_dump(cut, addrs)).find("does not fit") != std::string::npos);
+  std::vector<std::uint8_t> cut_word = packed_bitmap(0, 2, {{0, 1}, {std::uint64_t{1} << 30, 1}});
+  cut_word.resize(cut_word.size() - 3);
+  CHECK(load_error(gc_with_dump(cut_word, addrs)).find("bitmap word needs 8 bytes") != std::string::npos);
+}

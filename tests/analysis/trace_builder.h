@@ -112,6 +112,7 @@ class TraceBuilder {
   // stream: records the writer would never produce.
   void raw_thread(std::uint32_t thread, const std::vector<std::uint8_t>& bytes) { raw(thread_buffer(thread), bytes); }
   void raw_collector(const std::vector<std::uint8_t>& bytes) { raw(*collector_, bytes); }
+  void raw_control(const std::vector<std::uint8_t>& bytes) { raw(*control_, bytes); }
 
   void resize(std::uint32_t thread, std::uint64_t addr, std::uint64_t bytes) {
     EventBuffer& b = thread_buffer(thread);
