@@ -105,14 +105,16 @@ void TraceWriter::write_locked(const std::uint8_t* chunk, std::size_t total) {
     return;
   }
   if (gathering_) {
-    if (gathered_.size() + total > gather_limit_) write_gathered_locked();
-    if (total <= gather_limit_ && error_.ok()) {
+    if (gathered_.size() + total > gather_limit_) {
+      write_gathered_locked();
+      if (!error_.ok()) {  // the gathered chunks before it failed: this one is lost too
+        lost_.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+    }
+    if (total <= gather_limit_) {
       gathered_.insert(gathered_.end(), chunk, chunk + total);
       ++gathered_chunks_;
-      return;
-    }
-    if (!error_.ok()) {  // the gathered chunks before it failed: this one is lost too
-      lost_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
   }
@@ -127,15 +129,16 @@ void TraceWriter::write_locked(const std::uint8_t* chunk, std::size_t total) {
 }
 
 void TraceWriter::write_gathered_locked() {
+  // Chunks are gathered only while no error is kept (write_locked counts them lost then), and
+  // a failed write empties the gathering: what is here goes to a sink that has not failed.
   if (gathered_.empty()) return;
   const std::uint64_t n = gathered_chunks_;
-  Status st = error_.ok() ? sink_->write({reinterpret_cast<const std::byte*>(gathered_.data()), gathered_.size()})
-                          : error_;
+  Status st = sink_->write({reinterpret_cast<const std::byte*>(gathered_.data()), gathered_.size()});
   if (st.ok()) {
     chunks_.fetch_add(n, std::memory_order_relaxed);
     bytes_.fetch_add(gathered_.size(), std::memory_order_relaxed);
   } else {
-    if (error_.ok()) error_ = st;
+    error_ = st;
     lost_.fetch_add(n, std::memory_order_relaxed);
   }
   gathered_.clear();
