@@ -490,6 +490,7 @@ void Profiler::write_header_once() {
       space_desc_ = &state_->bitmaps[0]->descriptor();
     }
     slow_alloc_ = check_hooks_ || state_->spaces.size() != 1;
+    inline_alloc_below_ = slow_alloc_ || mark_on_alloc_ || state_->writer ? 0 : min_tracked_size_;
     plain_collector_hooks_ = !state_->checker && !state_->writer;  // in_the_space says "one space"
     granule_mask_ = (std::uint64_t{1} << space_log2_granule_) - 1;
     if (plain_collector_hooks_ && state_->spaces.size() == 1) tracked_starts_ = state_->tracker.alloc_starts();

@@ -156,6 +156,9 @@ struct Vm {
   // writes a trace or checks the hooks (`every_resize`): on_resize then stops at the footprint.
   std::uint64_t min_tracked = 0;
   bool every_resize = true;
+  // on_newobj's short path may apply: no elimination, and the first allocation (which binds
+  // the state) is past (the profiler decides the rest: on_alloc_if_inline).
+  bool lean_alloc = false;
   // The low end of the bitmap window harvests scan (Profiler::set_space_used_from), as an
   // offset into the region: oneTBB's pool carves each block it takes from the region from the
   // block's top down, so a small heap's objects sit in the top of its first block (richards:
@@ -532,24 +535,61 @@ void mark_now(Vm& vm, const GCObject* o) {
 
 }  // namespace
 
-void on_newobj(lua_State* L, GCObject* o, std::size_t size) {
-  Vm* vm = vm_of(L);
-  if (!vm) return;
+namespace {
+
+// Everything on_newobj's short path leaves: the first allocation, pending frees, a trace or hook
+// checks, an object the tracker may keep, a window to lower, a site not cached, elimination.
+[[gnu::noinline]] void newobj_full(Vm* vm, lua_State* L, GCObject* o, std::size_t size) {
   flush_frees(*vm);
   if (!vm->main) {
     vm->main = G(L)->mainthread;
     vm->walker.set_state(vm->main);
+    vm->lean_alloc = !vm->elim;
   }
-  const std::uint32_t site = site_of(*vm, L);
   const auto addr = reinterpret_cast<Address>(o);
   cover(*vm, addr);  // before on_alloc and before the program can access it
-  if (o->tt == LUA_VTABLE || o->tt == LUA_VTHREAD) vm->recent[Vm::recent_slot(addr)] = {addr, site};
+  // The site is looked up only where something keeps it: the trace's record, a tracked object,
+  // or a table's or thread's `recent` entry (a later resize may make it tracked). Without a
+  // trace a small string, closure or upvalue needs none: on_alloc only counts it.
+  std::uint32_t site = kCSite;
+  if (o->tt == LUA_VTABLE || o->tt == LUA_VTHREAD) {
+    site = site_of(*vm, L);
+    vm->recent[Vm::recent_slot(addr)] = {addr, site};
+  } else if (vm->every_resize || size >= vm->min_tracked) {
+    site = site_of(*vm, L);
+  }
   vm->prof->on_alloc(*vm->thread, site, o->tt, addr, size);
   // Barrier elimination counts a new table as accessed (ElimOptions::allocation_marks, for
   // OP_NEWTABLE). Only tables: no other new object is an access the pass describes, and
   // strings are most allocations.
   // The bit alone, not the barrier: the cache keeps the object the program last accessed.
   if (o->tt == LUA_VTABLE && vm->elim) mark_now(*vm, o);
+}
+
+}  // namespace
+
+// Most allocations are small objects of a program that writes no trace: the profiler only counts
+// them (Profiler::on_alloc_if_inline), and a table's or thread's site (the saved pc's cache
+// entry) is filed for a later resize. That path makes no call, so it needs no frame of
+// callee-saved registers (binary_trees: 89 instructions an allocation before); the rest goes to
+// newobj_full.
+void on_newobj(lua_State* L, GCObject* o, std::size_t size) {
+  Vm* vm = vm_of(L);
+  if (!vm) return;
+  const auto addr = reinterpret_cast<Address>(o);
+  if (vm->lean_alloc && vm->ndead == 0 && addr - reinterpret_cast<Address>(vm->region.begin()) >= vm->used_from)
+      [[likely]] {
+    if (o->tt != LUA_VTABLE && o->tt != LUA_VTHREAD) {
+      if (vm->prof->on_alloc_if_inline(*vm->thread, addr, size)) [[likely]] return;
+    } else if (const CallInfo* ci = L->ci; isLua(ci)) {
+      const Vm::PcSite& e = vm->pc_sites[Vm::pc_slot(ci->u.l.savedpc)];
+      if (e.pc == ci->u.l.savedpc && vm->prof->on_alloc_if_inline(*vm->thread, addr, size)) [[likely]] {
+        vm->recent[Vm::recent_slot(addr)] = {addr, e.site};
+        return;
+      }
+    }
+  }
+  newobj_full(vm, L, o, size);
 }
 
 namespace {

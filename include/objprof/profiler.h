@@ -293,6 +293,19 @@ class Profiler {
     if (size >= min_tracked_size_) track_alloc(thread, site, type, addr, size);
   }
 
+  // on_alloc's inline short path alone: true if it applied and the object is reported (no hook
+  // checks, no trace, no marks at allocation, [addr, addr + size) inside the only space, and
+  // size below min_tracked_size: the allocation is counted and nothing else is kept, so its
+  // site and type are not needed); false, with nothing done, otherwise: then call on_alloc. A
+  // runtime whose own hook is inline can skip looking up the site of most objects this way (the
+  // Lua embedding: docs/embedding.md), as on_free_if_inline does for frees.
+  bool on_alloc_if_inline(ThreadState& thread, Address addr, std::uint64_t size) noexcept {
+    if (size >= inline_alloc_below_ || !in_the_space(addr, size)) [[unlikely]] return false;
+    bump(thread.allocated_bytes, size);
+    bump(thread.allocated_objects);
+    return true;
+  }
+
   // The object at addr (given to on_alloc) now holds `bytes` in all: its header plus the parts
   // the runtime allocates for it separately (a table's array and hash part, a thread's stack).
   // Its address range does not change. The trace records it and the stale tracker ranks the
@@ -478,6 +491,9 @@ class Profiler {
   bool mark_on_alloc_;
   // Set once, when the spaces freeze (write_header_once, before any thread is attached).
   bool slow_alloc_ = true;
+  // on_alloc_if_inline applies below this size: min_tracked_size_ with one space and neither
+  // hook checks, a trace nor marks at allocation; 0 (never) otherwise.
+  std::uint64_t inline_alloc_below_ = 0;
   // No hook checks, no trace: a collector hook inside the bracket and the only space
   // (in_the_space) counts its event and asks the tracker's filter, nothing else (once per
   // object per GC).

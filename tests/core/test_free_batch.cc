@@ -172,6 +172,67 @@ TEST_CASE("on_free_if_inline declines, doing nothing, where on_free would go out
   }
 }
 
+TEST_CASE("on_alloc_if_inline counts what on_alloc would only count, and declines everything else", "[core][profiler]") {
+  auto plain = [](ProfilerOptions& o) {
+    o.check_hooks = false;
+    o.trace_sink = nullptr;
+  };
+  SECTION("a small object in the space: counted, nothing tracked; the same program through on_alloc agrees") {
+    ProfilerRig a(kSlots * kSlot, plain), b(kSlots * kSlot, plain);
+    const std::uint64_t floor = a.prof->min_tracked_size();
+    REQUIRE(floor > 64);
+    std::uint64_t took = 0;
+    for (std::size_t s = 0; s < kSlots; ++s) {
+      const std::uint64_t size = s % 3 == 0 ? floor : 64 + s % 7 * 8;  // every third one tracked
+      b.prof->on_alloc(*b.thread, 7, 3, b.at(s * kSlot), size);
+      if (a.prof->on_alloc_if_inline(*a.thread, a.at(s * kSlot), size)) {
+        ++took;
+        CHECK(size < floor);
+      } else {
+        CHECK(size >= floor);
+        a.prof->on_alloc(*a.thread, 7, 3, a.at(s * kSlot), size);
+      }
+    }
+    CHECK(took == kSlots - (kSlots + 2) / 3);
+    a.gc();
+    b.gc();
+    CHECK(a.prof->stats().objects_allocated == b.prof->stats().objects_allocated);
+    CHECK(a.prof->stats().bytes_allocated == b.prof->stats().bytes_allocated);
+    CHECK(a.prof->stats().tracked_live == b.prof->stats().tracked_live);
+    CHECK(a.prof->stats().tracked_live == (kSlots + 2) / 3);
+    CHECK(a.errors.empty());
+  }
+  SECTION("outside the space, or reaching past its end: declined, nothing counted") {
+    ProfilerRig r(kSlots * kSlot, plain);
+    const Address end = r.heap.space().end();
+    CHECK_FALSE(r.prof->on_alloc_if_inline(*r.thread, end + 64, 64));
+    CHECK_FALSE(r.prof->on_alloc_if_inline(*r.thread, r.heap.space().begin() - 64, 64));
+    CHECK_FALSE(r.prof->on_alloc_if_inline(*r.thread, end - 32, 64));
+    r.gc();
+    CHECK(r.prof->stats().objects_allocated == 0);
+    CHECK(r.errors.empty());
+  }
+  SECTION("with a trace, hook checks or marks at allocation: always declined (on_alloc has more to do)") {
+    ProfilerRig traced(kSlots * kSlot, [](ProfilerOptions& o) { o.check_hooks = false; });  // the rig's trace alone
+    CHECK_FALSE(traced.prof->on_alloc_if_inline(*traced.thread, traced.at(0), 64));
+    ProfilerRig checked(kSlots * kSlot, [](ProfilerOptions& o) {
+      o.check_hooks = true;
+      o.trace_sink = nullptr;
+    });
+    CHECK_FALSE(checked.prof->on_alloc_if_inline(*checked.thread, checked.at(0), 64));
+    ProfilerRig marking(kSlots * kSlot, [](ProfilerOptions& o) {
+      o.check_hooks = false;
+      o.trace_sink = nullptr;
+      o.mark_on_alloc = true;
+    });
+    CHECK_FALSE(marking.prof->on_alloc_if_inline(*marking.thread, marking.at(0), 64));
+    for (ProfilerRig* r : {&traced, &checked, &marking}) {
+      r->gc();
+      CHECK(r->prof->stats().objects_allocated == 0);
+    }
+  }
+}
+
 TEST_CASE("on_free_batch: misuse is reported as for on_free", "[core][protocol]") {
   ProfilerRig r(kSlots * kSlot);
   r.prof->on_alloc(*r.thread, 1, 1, r.at(0), 1024);
