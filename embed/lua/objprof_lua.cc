@@ -156,8 +156,9 @@ struct Vm {
   // writes a trace or checks the hooks (`every_resize`): on_resize then stops at the footprint.
   std::uint64_t min_tracked = 0;
   bool every_resize = true;
-  // on_newobj's short path may apply: no elimination, and the first allocation (which binds
-  // the state) is past (the profiler decides the rest: on_alloc_if_inline).
+  // on_newobj's short path may apply: neither elimination, a trace nor hook checks, and the
+  // first allocation (which binds the state) is past (the profiler decides the rest:
+  // on_alloc_if_inline).
   bool lean_alloc = false;
   // The low end of the bitmap window harvests scan (Profiler::set_space_used_from), as an
   // offset into the region: oneTBB's pool carves each block it takes from the region from the
@@ -544,7 +545,7 @@ namespace {
   if (!vm->main) {
     vm->main = G(L)->mainthread;
     vm->walker.set_state(vm->main);
-    vm->lean_alloc = !vm->elim;
+    vm->lean_alloc = !vm->elim && !vm->every_resize;
   }
   const auto addr = reinterpret_cast<Address>(o);
   cover(*vm, addr);  // before on_alloc and before the program can access it
