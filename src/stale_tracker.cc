@@ -109,6 +109,18 @@ void StaleTracker::GranuleBits::set_span(std::uint64_t g0, std::uint64_t g1) noe
   table_.data()[last] |= tail;
 }
 
+void StaleTracker::GranuleBits::clear_fill(std::uint64_t g0, std::uint64_t g1) noexcept {
+  const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
+  const std::uint64_t head = ~std::uint64_t{0} << (g0 & 63), tail = ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
+  if (first == last) {
+    table_.data()[first] &= ~(head & tail);
+    return;
+  }
+  table_.data()[first] &= ~head;
+  std::fill(table_.data() + first + 1, table_.data() + last, std::uint64_t{0});  // a long run of dead cells: a fill
+  table_.data()[last] &= ~tail;
+}
+
 void StaleTracker::GranuleBits::clear_exact(std::uint64_t g0, std::uint64_t g1) noexcept {
   each_word(g0, g1, [&](std::uint64_t w, std::uint64_t m) {
     table_.data()[w] &= ~m;
@@ -320,9 +332,17 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const BitmapSnapshot* co
     // moved.
     for (std::size_t s = 0; s < tables_.size(); ++s) {
       if (!holds(s)) continue;
-      // The pass leaves the dead's start bits: every start bit under a freed bit is a dead
-      // record's (or a moved one's, whose freed bit the moves spare), and both go a word at a
-      // time afterwards (no write per dead record).
+      if (moves.empty()) {
+        // Nothing moves: every start the GC freed is a dead record's, so its start bit goes now
+        // (a word at a time for a range, no write per dead record) and the pass drops each
+        // record whose start bit is clear. No scratch bits to set and clear.
+        const bool any_freed = retire_starts(s, frees, free_ranges);
+        res.freed += sweep_unmoved(s, bits_of(s), epoch, any_freed);
+        continue;
+      }
+      // With moves the pass leaves the dead's start bits: every start bit under a freed bit is
+      // a dead record's (or a moved one's, whose freed bit the moves spare), and both go a word
+      // at a time afterwards (no write per dead record).
       const bool any_freed = mark_freed(s, frees, free_ranges);
       res.freed += sweep_table(s, bits_of(s), epoch, any_freed, moves, frees, free_ranges, res);
     }
@@ -493,6 +513,14 @@ void StaleTracker::retire_freed(std::size_t s, std::span<const Address> frees, s
       });
 }
 
+bool StaleTracker::retire_starts(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs) {
+  GranuleBits& starts = starts_[s];
+  std::uint64_t* const words = starts.words();
+  return for_each_freed(
+      s, frees, runs, [words](std::uint64_t g) { words[g >> 6] &= ~(std::uint64_t{1} << (g & 63)); },
+      [&starts](std::uint64_t g0, std::uint64_t g1) { starts.clear_fill(g0, g1); });
+}
+
 bool StaleTracker::mark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs) {
   GranuleBits& bits = freed_[s];
   std::uint64_t* const words = bits.words();
@@ -569,7 +597,7 @@ struct MovedOut {
 // move's `to` (`find`: the move's position or -1). Start bits are left alone: the caller
 // retires the dead's, clears the sources' and claims the destinations' afterwards. Returns the
 // number that died. Locals only: the loop keeps everything in registers (every record of a GC).
-template <class Find>
+template <bool kLiveBits = false, class Find>
 std::uint64_t keep_moved(const TrackedRecord* in, const TrackedRecord* end, MovedOut& out, const std::uint64_t* freed,
                          const std::uint8_t* marks, std::size_t mark_bytes, std::uint32_t epoch, std::uint32_t dead,
                          Find find) {
@@ -582,7 +610,7 @@ std::uint64_t keep_moved(const TrackedRecord* in, const TrackedRecord* end, Move
     TrackedRecord r = *in;
     if (r.site_type == dead) continue;
     const std::uint32_t g = r.granule;
-    if (freed != nullptr && ((freed[g >> 6] >> (g & 63)) & 1) != 0) {
+    if (freed != nullptr && ((freed[g >> 6] >> (g & 63)) & 1) != static_cast<std::uint64_t>(kLiveBits)) {
       ++died;
       continue;
     }
@@ -611,7 +639,7 @@ struct NoMoves {
 // the table's survivors move down over its dead and the young's follow them, written through
 // out.kept into room made first for the worst case (RecordTable's allocator does not zero it);
 // the emptied young vectors go to `spare`. Returns the number that died.
-template <class Find>
+template <bool kLiveBits = false, class Find>
 std::uint64_t one_pass(RecordTable& t, std::vector<std::vector<TrackedRecord>>* young,
                        std::vector<std::vector<TrackedRecord>>& spare, const std::uint64_t* freed,
                        std::span<const std::uint8_t> marks, std::uint32_t epoch, std::uint32_t dead_tag, MovedOut& out,
@@ -622,10 +650,12 @@ std::uint64_t one_pass(RecordTable& t, std::vector<std::vector<TrackedRecord>>* 
   const std::size_t old = t.size();
   t.resize(old + room);
   out.kept = t.data();
-  std::uint64_t dead = keep_moved(t.data(), t.data() + old, out, freed, marks.data(), marks.size(), epoch, dead_tag, find);
+  std::uint64_t dead =
+      keep_moved<kLiveBits>(t.data(), t.data() + old, out, freed, marks.data(), marks.size(), epoch, dead_tag, find);
   if (young) {
     for (std::vector<TrackedRecord>& y : *young) {
-      dead += keep_moved(y.data(), y.data() + y.size(), out, freed, marks.data(), marks.size(), epoch, dead_tag, find);
+      dead += keep_moved<kLiveBits>(y.data(), y.data() + y.size(), out, freed, marks.data(), marks.size(), epoch, dead_tag,
+                                    find);
       y.clear();
       spare.push_back(std::move(y));
     }
@@ -638,12 +668,13 @@ std::uint64_t one_pass(RecordTable& t, std::vector<std::vector<TrackedRecord>>* 
 }  // namespace
 
 // A GC without moves (mark-sweep): each record stays where it is or dies, so the pass is a
-// compaction; the dead's start bits go afterwards (retire_freed).
+// compaction. The dead's start bits are gone already (retire_starts): a record whose start bit
+// is clear died (every live record's is set: a start claimed twice takes the index path).
 std::uint64_t StaleTracker::sweep_unmoved(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed) {
-  const std::uint64_t* freed = any_freed ? freed_[s].words() : nullptr;
+  const std::uint64_t* live = any_freed ? starts_[s].words() : nullptr;
   const std::span<const std::uint8_t> marks = bits != nullptr ? bits->bytes() : std::span<const std::uint8_t>();
   MovedOut out{nullptr, nullptr, nullptr, nullptr};  // nothing moves: only out.kept is written
-  return one_pass(tables_[s], s == 0 ? &young_ : nullptr, spare_, freed, marks, epoch, kDead, out, NoMoves{});
+  return one_pass<true>(tables_[s], s == 0 ? &young_ : nullptr, spare_, live, marks, epoch, kDead, out, NoMoves{});
 }
 
 namespace {
@@ -713,11 +744,6 @@ unsigned StaleTracker::move_card_shift(std::size_t s) const noexcept {
 std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed,
                                         std::span<const MoveLog> moves, std::span<const Address> frees,
                                         std::span<const FreeRangeLog> free_ranges, ApplyResult& res) {
-  if (moves.empty()) {
-    const std::uint64_t dead = sweep_unmoved(s, bits, epoch, any_freed);
-    if (any_freed) retire_freed(s, frees, free_ranges);
-    return dead;
-  }
   const HeapSpace space = spaces_[s];
   const std::uint64_t* freed = any_freed ? freed_[s].words() : nullptr;
   const std::span<const std::uint8_t> marks = bits != nullptr ? bits->bytes() : std::span<const std::uint8_t>();

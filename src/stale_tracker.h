@@ -253,6 +253,7 @@ class StaleTracker {
     void set_span(std::uint64_t g0, std::uint64_t g1) noexcept;  // [g0, g1), g0 < g1
     void clear_span(std::uint64_t g0, std::uint64_t g1) noexcept;  // whole words: only for scratch bits
     void clear_exact(std::uint64_t g0, std::uint64_t g1) noexcept;  // [g0, g1), g0 < g1
+    void clear_fill(std::uint64_t g0, std::uint64_t g1) noexcept;   // the same, whole words by a fill
     bool any_in(std::uint64_t g0, std::uint64_t g1) const noexcept;
     std::uint64_t* words() noexcept { return table_.data(); }
     template <class Fn>
@@ -271,14 +272,17 @@ class StaleTracker {
   template <class Start, class Span>
   bool for_each_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs, Start&& start,
                       Span&& span) const;
+  // A GC without moves: clears the start bits of space s at its freed starts and in its freed
+  // ranges (every one a dead record's); false if none is in space s.
+  bool retire_starts(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
   // Sets the bits of `freed_[s]` for a GC's freed starts and ranges; false if none is in space s.
   bool mark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
   // Clears the start bits under them (the dead's, after a pass that left them), and them.
   void retire_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
   // Clears them again (only the words set), so the scratch bits start the next GC clear.
   void unmark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
-  // The one pass over a table of space s (and then its young records) of a GC without range
-  // moves: drops the dead (marked in freed_[s] when `any_freed`) with their start bits,
+  // The one pass over a table of space s (and then its young records) of a GC with single moves
+  // (not empty) and no range moves: drops the dead (marked in freed_[s] when `any_freed`) with their start bits,
   // applies `bits`, and moves the moved (single moves, all in space s). Returns the dead.
   std::uint64_t sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed,
                             std::span<const MoveLog> moves, std::span<const Address> frees,
@@ -290,8 +294,8 @@ class StaleTracker {
   std::int64_t card_moves(std::size_t s, std::span<const MoveLog> moves, bool spare);
   void uncard_moves(std::size_t s, std::span<const MoveLog> moves);
   unsigned move_card_shift(std::size_t s) const noexcept;  // granule -> card of space s
-  // The same pass for a GC without moves (mark-sweep): a compaction of the table that leaves
-  // the dead's start bits to retire_freed.
+  // The same pass for a GC without moves (mark-sweep), after retire_starts: a compaction of the
+  // table that drops each record whose start bit is clear (when `any_freed`).
   std::uint64_t sweep_unmoved(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed);
   // index_[s] over a GC's moves (pre-GC granule -> move) instead of the records, and its lookup
   // (the move's position, or -1). `spare`: also clears the moves' sources in freed_[s]
