@@ -11,8 +11,9 @@
 // per freed range), and one pass over the table drops the dead, applies the access bits to the
 // living, then does the same for the adopted young records and appends only their survivors:
 // most tracked objects die in their first GC and are never copied into the table.
-// A GC that moves nothing builds no index, and then the dead's start bits go a word at a time
-// after the pass. A copying GC (single moves in the only space) indexes its moves (granule ->
+// A GC that moves nothing builds no index and needs no scratch bits: its deaths clear their
+// start bits first (a word at a time for a freed range) and the pass drops every record whose
+// start bit is clear. A copying GC (single moves in the only space) indexes its moves (granule ->
 // move), not its records. Range moves, moves across spaces and memory reused without a free (a
 // start claimed twice) take an open-addressing index of the records (granule -> record). The
 // start bits are also the collector hooks' exact filter: an event at an address where no
