@@ -109,7 +109,7 @@ void StaleTracker::GranuleBits::set_span(std::uint64_t g0, std::uint64_t g1) noe
   table_.data()[last] |= tail;
 }
 
-void StaleTracker::GranuleBits::clear_fill(std::uint64_t g0, std::uint64_t g1) noexcept {
+void StaleTracker::GranuleBits::clear_exact(std::uint64_t g0, std::uint64_t g1) noexcept {
   const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
   const std::uint64_t head = ~std::uint64_t{0} << (g0 & 63), tail = ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
   if (first == last) {
@@ -119,13 +119,6 @@ void StaleTracker::GranuleBits::clear_fill(std::uint64_t g0, std::uint64_t g1) n
   table_.data()[first] &= ~head;
   std::fill(table_.data() + first + 1, table_.data() + last, std::uint64_t{0});  // a long run of dead cells: a fill
   table_.data()[last] &= ~tail;
-}
-
-void StaleTracker::GranuleBits::clear_exact(std::uint64_t g0, std::uint64_t g1) noexcept {
-  each_word(g0, g1, [&](std::uint64_t w, std::uint64_t m) {
-    table_.data()[w] &= ~m;
-    return false;
-  });
 }
 
 void StaleTracker::GranuleBits::clear_span(std::uint64_t g0, std::uint64_t g1) noexcept {
@@ -518,7 +511,7 @@ bool StaleTracker::retire_starts(std::size_t s, std::span<const Address> frees, 
   std::uint64_t* const words = starts.words();
   return for_each_freed(
       s, frees, runs, [words](std::uint64_t g) { words[g >> 6] &= ~(std::uint64_t{1} << (g & 63)); },
-      [&starts](std::uint64_t g0, std::uint64_t g1) { starts.clear_fill(g0, g1); });
+      [&starts](std::uint64_t g0, std::uint64_t g1) { starts.clear_exact(g0, g1); });
 }
 
 bool StaleTracker::mark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs) {
@@ -592,7 +585,8 @@ struct MovedOut {
 
 // The records of [in, end) that a GC with moves keeps, written in order at out.kept (which may
 // be `in` itself: the pass compacts in place): a record dies when a freed bit covers its first
-// granule (`freed`, or none; the bits of moved sources are spared); a survivor's last access
+// granule (`freed`, or none; the bits of moved sources are spared), or with kLiveBits when the
+// bit there is clear (`freed` then holds the live starts: a GC without moves); a survivor's last access
 // becomes `epoch` when the snapshot's `marks` cover it; a moved one takes the granule of its
 // move's `to` (`find`: the move's position or -1). Start bits are left alone: the caller
 // retires the dead's, clears the sources' and claims the destinations' afterwards. Returns the

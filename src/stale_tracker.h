@@ -254,7 +254,6 @@ class StaleTracker {
     void set_span(std::uint64_t g0, std::uint64_t g1) noexcept;  // [g0, g1), g0 < g1
     void clear_span(std::uint64_t g0, std::uint64_t g1) noexcept;  // whole words: only for scratch bits
     void clear_exact(std::uint64_t g0, std::uint64_t g1) noexcept;  // [g0, g1), g0 < g1
-    void clear_fill(std::uint64_t g0, std::uint64_t g1) noexcept;   // the same, whole words by a fill
     bool any_in(std::uint64_t g0, std::uint64_t g1) const noexcept;
     std::uint64_t* words() noexcept { return table_.data(); }
     template <class Fn>
@@ -283,8 +282,9 @@ class StaleTracker {
   // Clears them again (only the words set), so the scratch bits start the next GC clear.
   void unmark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
   // The one pass over a table of space s (and then its young records) of a GC with single moves
-  // (not empty) and no range moves: drops the dead (marked in freed_[s] when `any_freed`) with their start bits,
-  // applies `bits`, and moves the moved (single moves, all in space s). Returns the dead.
+  // (at least one) and no range moves: drops the dead (marked in freed_[s] when `any_freed`)
+  // with their start bits, applies `bits`, and moves the moved (all in space s). Returns the
+  // dead.
   std::uint64_t sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed,
                             std::span<const MoveLog> moves, std::span<const Address> frees,
                             std::span<const FreeRangeLog> free_ranges, ApplyResult& res);
