@@ -61,8 +61,8 @@ Status EmitterConfig::validate() const {
   if (mark == MarkMode::kBuffered)
     return make_error(ErrorCode::kUnsupported,
                       "barrier variant " + name() +
-                          ": the emitters do not emit buffered marks (the C++ barrier does); use racy, atomic or "
-                          "atomic-test-first");
+                          ": the emitters do not emit buffered marks (the C++ barrier does); use racy, "
+                          "racy-test-first, atomic or atomic-test-first");
   if (range_first && count)
     return make_error(ErrorCode::kInvalidArgument,
                       "barrier variant " + name() +
@@ -148,9 +148,10 @@ Result<EmitterConfig> parse_emitter_config(std::string_view text) {
   else if (parts[0] == "pinned") cfg.cache = CacheLocation::kPinnedRegister;
   else return bad("cache must be none, field or pinned, not", parts[0]);
   if (parts[1] == "racy") cfg.mark = MarkMode::kRacy;
+  else if (parts[1] == "racy-test-first") cfg.mark = MarkMode::kRacyTestFirst;
   else if (parts[1] == "atomic") cfg.mark = MarkMode::kAtomic;
   else if (parts[1] == "atomic-test-first") cfg.mark = MarkMode::kAtomicTestFirst;
-  else return bad("mark must be racy, atomic or atomic-test-first, not", parts[1]);
+  else return bad("mark must be racy, racy-test-first, atomic or atomic-test-first, not", parts[1]);
   if (parts[2] == "imm") cfg.bounds = BoundsSource::kImmediate;
   else if (parts[2] == "desc") cfg.bounds = BoundsSource::kDescriptor;
   else return bad("bounds must be imm or desc, not", parts[2]);
@@ -178,7 +179,7 @@ Result<EmitterConfig> parse_emitter_config(std::string_view text) {
 std::vector<EmitterConfig> all_emitter_configs() {
   std::vector<EmitterConfig> out;
   for (CacheLocation c : {CacheLocation::kNone, CacheLocation::kThreadField, CacheLocation::kPinnedRegister})
-    for (MarkMode m : {MarkMode::kRacy, MarkMode::kAtomic, MarkMode::kAtomicTestFirst})
+    for (MarkMode m : {MarkMode::kRacy, MarkMode::kRacyTestFirst, MarkMode::kAtomic, MarkMode::kAtomicTestFirst})
       for (bool count : {false, true})
         for (BoundsSource b : {BoundsSource::kImmediate, BoundsSource::kDescriptor})
           for (bool range_first : {false, true}) {

@@ -25,7 +25,8 @@ A64Atomics a64_resolve_atomics(A64Atomics a) noexcept {
 
 int a64_scratch_count(const EmitterConfig& cfg) noexcept {
   const bool exclusive_loop =
-      cfg.mark != MarkMode::kRacy && a64_resolve_atomics(cfg.a64_atomics) == A64Atomics::kExclusive;
+      cfg.mark != MarkMode::kRacy && cfg.mark != MarkMode::kRacyTestFirst &&
+      a64_resolve_atomics(cfg.a64_atomics) == A64Atomics::kExclusive;
   return exclusive_loop ? 4 : 3;
 }
 
@@ -217,8 +218,13 @@ class A64Barrier {
     OBJPROF_EMIT(e_.lsl(bit, tmp, bit));  // bit now holds the mask
     const a64::Mem byte = asmjit::arm::ptr(s1_);
     asmjit::Label marked = done_;
-    if (cfg_.mark == MarkMode::kRacy) {
+    if (cfg_.mark == MarkMode::kRacy || cfg_.mark == MarkMode::kRacyTestFirst) {
       OBJPROF_EMIT(e_.ldrb(tmp, byte));
+      if (cfg_.mark == MarkMode::kRacyTestFirst) {  // no store when the bit is set
+        marked = e_.newLabel();
+        OBJPROF_EMIT(e_.tst(tmp, bit));
+        OBJPROF_EMIT(e_.b_ne(marked));
+      }
       OBJPROF_EMIT(e_.orr(tmp, tmp, bit));
       OBJPROF_EMIT(e_.strb(tmp, byte));
     } else {

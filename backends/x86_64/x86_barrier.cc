@@ -181,6 +181,11 @@ class X86Barrier {
     const x86::Mem byte = x86::byte_ptr(t1_);
     asmjit::Label marked = done_;
     switch (cfg_.mark) {
+      case MarkMode::kRacyTestFirst:
+        marked = e_.newLabel();
+        OBJPROF_EMIT(e_.test(byte, t2_.r8()));
+        OBJPROF_EMIT(e_.jnz(marked));
+        [[fallthrough]];
       case MarkMode::kRacy: OBJPROF_EMIT(e_.or_(byte, t2_.r8())); break;
       case MarkMode::kAtomicTestFirst:
         marked = e_.newLabel();

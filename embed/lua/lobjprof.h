@@ -101,7 +101,12 @@ void check_unbarriered(lua_State* L, const GCObject* o);  // objprof-lua-check: 
 // mispredicts, which costs more than the byte store it would save: without the cache fannkuch
 // runs 1.10-1.19x stock Lua instead of 1.24-1.32x, richards 1.15-1.18x instead of 1.18-1.22x,
 // though both execute more instructions (docs/results.md, "A cache for calls only").
-using AccessBarrier = objprof::BarrierPolicy<false, objprof::MarkMode::kRacy>;
+// The mark tests the bit first (kRacyTestFirst): the same loops mark the same few bitmap bytes
+// again and again, and a plain `or` to memory makes each mark wait for the previous one's store
+// to the same byte; a load and a test do not (fannkuch 1.116x -> 1.076x stock Lua, richards
+// 1.101x -> 1.085x, across five code layouts, though 1.6 % more instructions: docs/results.md,
+// "Table barriers test the bit first").
+using AccessBarrier = objprof::BarrierPolicy<false, objprof::MarkMode::kRacyTestFirst>;
 OBJPROF_ALWAYS_INLINE void access(GlobalHook& hook, const void* obj) noexcept {
 #if defined(LUA_OBJPROF_CHECK)
   ++hook.barriers;

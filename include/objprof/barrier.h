@@ -14,8 +14,8 @@
 //
 // Policies are template parameters (cppgc style), so a disabled feature costs nothing:
 //   kCache    - consult and update the last-accessed-object cache
-//   kMark     - MarkMode::kRacy / kAtomic / kAtomicTestFirst / kBuffered (the last keeps
-//               pending bits in the thread: ThreadState only)
+//   kMark     - MarkMode::kRacy / kRacyTestFirst / kAtomic / kAtomicTestFirst / kBuffered
+//               (the last keeps pending bits in the thread: ThreadState only)
 //   kCount    - maintain BarrierCounters (for benchmarks and the demo summary)
 //
 // Where the cache lives: objprof's ThreadState by default (access(thread, space, obj)), or the
@@ -187,6 +187,7 @@ decltype(auto) with_barrier_policy(const BarrierConfig& c, Fn&& fn) {
       case MarkMode::kAtomic: return fn(BarrierPolicy<C, MarkMode::kAtomic, N>{});
       case MarkMode::kAtomicTestFirst: return fn(BarrierPolicy<C, MarkMode::kAtomicTestFirst, N>{});
       case MarkMode::kBuffered: return fn(BarrierPolicy<C, MarkMode::kBuffered, N>{});
+      case MarkMode::kRacyTestFirst: return fn(BarrierPolicy<C, MarkMode::kRacyTestFirst, N>{});
       case MarkMode::kRacy: break;
     }
     return fn(BarrierPolicy<C, MarkMode::kRacy, N>{});

@@ -132,6 +132,24 @@ TEST_CASE("backends: arm64 atomic marks use LSE stsetb or an exclusive loop", "[
   CHECK(a64_scratch_count(cfg) == 3);
 }
 
+TEST_CASE("backends: arm64 racy-test-first marks test the bit and store only when it is clear", "[backends][arm64][listing]") {
+  BarrierDescriptor desc;
+  seed_space(desc);
+  const A64BarrierRegs regs = A64BarrierRegs::art(a64::x1);
+  for (A64Atomics atomics : {A64Atomics::kLse, A64Atomics::kExclusive}) {  // neither is used: no atomics
+    EmitterConfig cfg;
+    cfg.mark = MarkMode::kRacyTestFirst;
+    cfg.a64_atomics = atomics;
+    const Listing l = a64_listing(cfg, desc, regs);
+    INFO(l.text);
+    REQUIRE(l.status.ok());
+    const auto ld = std::find(l.mnemonics.begin(), l.mnemonics.end(), "ldrb");
+    REQUIRE(ld != l.mnemonics.end());
+    CHECK(std::vector<std::string>(ld, l.mnemonics.end()) == std::vector<std::string>{"ldrb", "tst", "b.ne", "orr", "strb"});
+    CHECK(a64_scratch_count(cfg) == 3);
+  }
+}
+
 TEST_CASE("backends: x86_64 barrier variants differ exactly where their configuration says", "[backends][x86_64][listing]") {
   BarrierDescriptor desc;
   seed_space(desc);
@@ -142,12 +160,13 @@ TEST_CASE("backends: x86_64 barrier variants differ exactly where their configur
     INFO(cfg.name() << "\n" << l.text);
     REQUIRE(l.status.ok());
     // Marking.
+    const bool racy = cfg.mark == MarkMode::kRacy || cfg.mark == MarkMode::kRacyTestFirst;
     const bool racy_or = has_line(l, "or byte ptr [r11], al");
     const bool lock_or = has_line(l, "lock or byte ptr [r11], al");
     const bool test = has_line(l, "test byte ptr [r11], al");
-    CHECK(racy_or == (cfg.mark == MarkMode::kRacy));
-    CHECK(lock_or == (cfg.mark != MarkMode::kRacy));
-    CHECK(test == (cfg.mark == MarkMode::kAtomicTestFirst));
+    CHECK(racy_or == racy);
+    CHECK(lock_or == !racy);
+    CHECK(test == (cfg.mark == MarkMode::kAtomicTestFirst || cfg.mark == MarkMode::kRacyTestFirst));
     // Cache.
     CHECK(has_line(l, "cmp rdx, qword ptr [r15]") == (cfg.cache == CacheLocation::kThreadField));
     CHECK(has_line(l, "mov qword ptr [r15], rdx") == (cfg.cache == CacheLocation::kThreadField));
@@ -158,7 +177,7 @@ TEST_CASE("backends: x86_64 barrier variants differ exactly where their configur
     CHECK(has_line(l, "inc qword ptr [r15+8]") == cfg.count);
     CHECK(has_line(l, "inc qword ptr [r15+16]") == (cfg.count && cfg.uses_cache()));
     CHECK(has_line(l, "inc qword ptr [r15+24]") == cfg.count);
-    CHECK(count_prefix(l, "lock") == (cfg.mark == MarkMode::kRacy ? 0u : 1u));
+    CHECK(count_prefix(l, "lock") == (racy ? 0u : 1u));
     // Bounds: loaded from the descriptor or immediates (this space's begin fits a disp32).
     CHECK(has_line(l, "sub r10, qword ptr [rsi]") == (cfg.bounds == BoundsSource::kDescriptor));
     CHECK(has_line(l, "cmp r10, qword ptr [rsi+8]") == (cfg.bounds == BoundsSource::kDescriptor));

@@ -12,7 +12,7 @@ using namespace objprof::backends;
 
 TEST_CASE("backends: EmitterConfig round-trips through the C++ BarrierConfig", "[backends][config]") {
   for (bool cache : {false, true})
-    for (MarkMode m : {MarkMode::kRacy, MarkMode::kAtomic, MarkMode::kAtomicTestFirst})
+    for (MarkMode m : {MarkMode::kRacy, MarkMode::kRacyTestFirst, MarkMode::kAtomic, MarkMode::kAtomicTestFirst})
       for (bool count : {false, true})
         for (CacheLocation where : {CacheLocation::kThreadField, CacheLocation::kPinnedRegister}) {
           const BarrierConfig c{cache, m, count};
@@ -27,8 +27,8 @@ TEST_CASE("backends: EmitterConfig round-trips through the C++ BarrierConfig", "
 
 TEST_CASE("backends: Every emitter variant has a distinct name that parses back to it", "[backends][config]") {
   const std::vector<EmitterConfig> all = all_emitter_configs();
-  // none: 3 marks x 2 counts x 2 bounds; field and pinned: also the range-first order when not counting.
-  CHECK(all.size() == 12 + 2 * 18);
+  // none: 4 marks x 2 counts x 2 bounds; field and pinned: also the range-first order when not counting.
+  CHECK(all.size() == 16 + 2 * 24);
   std::set<std::string> names;
   for (const EmitterConfig& cfg : all) {
     INFO(cfg.name());

@@ -107,7 +107,8 @@ TEST_CASE("Barrier with no cache at all marks what the cacheless ThreadState bar
     x ^= x << 13; x ^= x >> 7; x ^= x << 17;
     seq.push_back(i % 13 == 0 ? 0 : heap.space().begin() - 64 + x % 70000);  // null, below, in, above
   }
-  for (MarkMode m : {MarkMode::kRacy, MarkMode::kAtomic, MarkMode::kAtomicTestFirst, MarkMode::kBuffered}) {
+  for (MarkMode m : {MarkMode::kRacy, MarkMode::kRacyTestFirst, MarkMode::kAtomic, MarkMode::kAtomicTestFirst,
+                     MarkMode::kBuffered}) {
     INFO("mark " << mark_mode_name(m));
     auto thread_bm = AccessBitmap::create(heap.space());
     auto bare_bm = AccessBitmap::create(heap.space());
@@ -132,7 +133,7 @@ TEST_CASE("Barrier with no cache at all marks what the cacheless ThreadState bar
 }
 
 TEST_CASE("Every barrier variant marks the same granules as a reference model", "[core][barrier]") {
-  // Differential: all 6 policies against a plain set of addresses, on one random sequence.
+  // Differential: all 8 policies against a plain set of addresses, on one random sequence.
   std::vector<std::size_t> offsets;
   std::uint64_t x = 88172645463325252ull;
   for (int i = 0; i < 5000; ++i) {
@@ -156,9 +157,11 @@ TEST_CASE("Every barrier variant marks the same granules as a reference model", 
     return harvest(**bm);
   };
   CHECK(run(BarrierPolicy<true, MarkMode::kRacy>{}) == expected);
+  CHECK(run(BarrierPolicy<true, MarkMode::kRacyTestFirst>{}) == expected);
   CHECK(run(BarrierPolicy<true, MarkMode::kAtomic>{}) == expected);
   CHECK(run(BarrierPolicy<true, MarkMode::kAtomicTestFirst>{}) == expected);
   CHECK(run(BarrierPolicy<false, MarkMode::kRacy>{}) == expected);
+  CHECK(run(BarrierPolicy<false, MarkMode::kRacyTestFirst, true>{}) == expected);
   CHECK(run(BarrierPolicy<false, MarkMode::kAtomic>{}) == expected);
   CHECK(run(BarrierPolicy<false, MarkMode::kAtomicTestFirst, true>{}) == expected);
 }
@@ -191,7 +194,7 @@ TEST_CASE("Barrier on a BarrierSlot in the VM's thread struct equals the ThreadS
   FakeHeap heap(1 << 16);
   const std::vector<Address> seq = access_sequence(heap, 0x9E3779B97F4A7C15ull, 4000);
   for (bool cache : {false, true})
-    for (MarkMode m : {MarkMode::kRacy, MarkMode::kAtomic, MarkMode::kAtomicTestFirst})
+    for (MarkMode m : {MarkMode::kRacy, MarkMode::kRacyTestFirst, MarkMode::kAtomic, MarkMode::kAtomicTestFirst})
       for (bool count : {false, true}) {
         const BarrierConfig c{cache, m, count};
         INFO("cache " << cache << " mark " << mark_mode_name(m) << " count " << count);
@@ -228,8 +231,10 @@ TEST_CASE("Barrier on a BarrierSpaceCopy marks what the descriptor barrier marks
   FakeHeap heap(1 << 16);
   const std::vector<Address> seq = access_sequence(heap, 0xD1B54A32D192ED03ull, 6000);
   // Each harvest's marks, as addresses: the copy's barrier against the descriptor's.
-  for (bool cache : {false, true}) {
-    INFO("cache " << cache);
+  for (int variant = 0; variant < 3; ++variant) {
+    const bool cache = variant == 2;
+    const bool test_first = variant == 1;  // objprof-Lua's table barrier
+    INFO("cache " << cache << " test first " << test_first);
     auto desc_bm = AccessBitmap::create(heap.space());
     auto copy_bm = AccessBitmap::create(heap.space());
     REQUIRE((desc_bm.ok() && copy_bm.ok()));
@@ -251,6 +256,9 @@ TEST_CASE("Barrier on a BarrierSpaceCopy marks what the descriptor barrier marks
         access<DefaultBarrier>(desc_slot, (*desc_bm)->descriptor(), seq[i]);
         access<DefaultBarrier>(copy_slot, copy, seq[i]);
         REQUIRE(copy_slot.cache.load() == desc_slot.cache.load());
+      } else if (test_first) {
+        access<BarrierPolicy<false, MarkMode::kRacy>>((*desc_bm)->descriptor(), seq[i]);
+        access<BarrierPolicy<false, MarkMode::kRacyTestFirst>>(copy, seq[i]);
       } else {
         using P = BarrierPolicy<false, MarkMode::kRacy>;
         access<P>((*desc_bm)->descriptor(), seq[i]);

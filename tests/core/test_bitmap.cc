@@ -231,6 +231,34 @@ TEST_CASE("Racy marking loses at most one of two colliding marks per byte, and n
   CHECK(snap->count() == bytes * 8);
 }
 
+TEST_CASE("Test-first marks store nothing when the bit is set: a read-only page of set bits takes them",
+          "[core][bitmap]") {
+  // Two pages of bitmap bytes: the first all set and then made read-only, the second clear. A
+  // test-first mark of any granule of the first page only reads it (a store would fault); the
+  // plain racy mark, whose store is unconditional, is the reason the mode exists.
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  void* mem = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(mem != MAP_FAILED);
+  auto* bytes = static_cast<std::uint8_t*>(mem);
+  std::fill(bytes, bytes + page, std::uint8_t{0xFF});
+  REQUIRE(mprotect(bytes, page, PROT_READ) == 0);
+  const std::uint64_t granules = page * 8;
+  for (std::uint64_t g = 0; g < granules; g += 7) {
+    AccessBitmap::mark_granule<MarkMode::kRacyTestFirst>(bytes, g);
+    AccessBitmap::mark_granule<MarkMode::kAtomicTestFirst>(bytes, g);
+  }
+  // The writable page gets exactly the bits marked there, as kRacy would set them.
+  std::vector<std::uint8_t> want(page, 0);
+  for (std::uint64_t g = granules; g < 2 * granules; g += 5) {
+    AccessBitmap::mark_granule<MarkMode::kRacyTestFirst>(bytes, g);
+    AccessBitmap::mark_granule<MarkMode::kRacyTestFirst>(bytes, g);  // the second finds it set
+    want[(g - granules) >> 3] |= static_cast<std::uint8_t>(1u << (g & 7));
+  }
+  CHECK(std::equal(want.begin(), want.end(), bytes + page));
+  CHECK(std::all_of(bytes, bytes + page, [](std::uint8_t b) { return b == 0xFF; }));
+  munmap(mem, 2 * page);
+}
+
 TEST_CASE("Bitmap of a space used from its start: harvests cover only the used part", "[core][bitmap]") {
   FakeHeap heap(1 << 20);  // 1 MiB space, 16 KiB of bitmap
   auto bm = std::move(*AccessBitmap::create(heap.space()));
