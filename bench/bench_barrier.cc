@@ -11,10 +11,12 @@
 //   none            access only
 //   range           the barrier's range check (obj - begin < size) and nothing else
 //   cache_racy      BarrierPolicy<true,  kRacy>            (DefaultBarrier)
+//   cache_racy_tf   BarrierPolicy<true,  kRacyTestFirst>
 //   cache_atomic    BarrierPolicy<true,  kAtomic>
 //   cache_atomic_tf BarrierPolicy<true,  kAtomicTestFirst>
 //   cache_buffered  BarrierPolicy<true,  kBuffered>        (pending_marks.h; no mark lost)
-//   nocache_racy / nocache_atomic / nocache_atomic_tf / nocache_buffered   without the cache
+//   nocache_racy / nocache_racy_tf / nocache_atomic / nocache_atomic_tf / nocache_buffered
+//                   without the cache
 //   ref_hitlikely_racy  NOT a library variant: cache_racy with the hit branch marked likely,
 //                   the reference for a proposed barrier.h change (see docs/results.md)
 //
@@ -189,11 +191,13 @@ void add_all_variants(const std::string& pattern, std::size_t heap_bytes, int hi
   add<NoBarrier>("none", pattern, heap_bytes, hit);
   add<RangeOnly>("range", pattern, heap_bytes, hit);
   add<Barrier<true, MarkMode::kRacy>>("cache_racy", pattern, heap_bytes, hit);
+  add<Barrier<true, MarkMode::kRacyTestFirst>>("cache_racy_tf", pattern, heap_bytes, hit);
   add<Barrier<true, MarkMode::kAtomic>>("cache_atomic", pattern, heap_bytes, hit);
   add<Barrier<true, MarkMode::kAtomicTestFirst>>("cache_atomic_tf", pattern, heap_bytes, hit);
   add<Barrier<true, MarkMode::kBuffered>>("cache_buffered", pattern, heap_bytes, hit);
   add<HitLikelyRacy>("ref_hitlikely_racy", pattern, heap_bytes, hit);
   add<Barrier<false, MarkMode::kRacy>>("nocache_racy", pattern, heap_bytes, hit);
+  add<Barrier<false, MarkMode::kRacyTestFirst>>("nocache_racy_tf", pattern, heap_bytes, hit);
   add<Barrier<false, MarkMode::kAtomic>>("nocache_atomic", pattern, heap_bytes, hit);
   add<Barrier<false, MarkMode::kAtomicTestFirst>>("nocache_atomic_tf", pattern, heap_bytes, hit);
   add<Barrier<false, MarkMode::kBuffered>>("nocache_buffered", pattern, heap_bytes, hit);

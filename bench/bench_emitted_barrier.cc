@@ -15,7 +15,8 @@
 //                    sets its bit
 //   rand/1MiB, rand/16MiB  uniformly random objects (steady state)
 // Variants: jit-nobarrier (the emitted loop without a barrier), jit-<cache>-<mark>-<bounds>
-// for the emitted barriers (cache nocache/field/pinned, mark racy/atomic/tf = test-first,
+// for the emitted barriers (cache nocache/field/pinned, mark racy/rtf/atomic/tf: rtf and tf
+// the racy and the atomic mark tested first,
 // bounds imm/desc; counters off), jit-field-racy-desc-rangefirst (the seed's order),
 // jit-<cache>-<mark>-desc-ool (the out-of-line form: a hit falls through, the miss path sits
 // after the loop's return), and cpp-nobarrier / cpp-<cache>-<mark> for
@@ -257,6 +258,7 @@ std::string rung_name(const Measured& m) {
     if (c == '/') c = '-';
   if (s.rfind("jit-none-", 0) == 0) s.replace(0, 9, "jit-nocache-");
   if (auto p = s.find("atomic-test-first"); p != std::string::npos) s.replace(p, 17, "tf");
+  if (auto p = s.find("racy-test-first"); p != std::string::npos) s.replace(p, 15, "rtf");
   if (auto p = s.find("range-first"); p != std::string::npos) s.replace(p, 11, "rangefirst");
   if (m.ool) s += "-ool";
   return s;
@@ -285,8 +287,9 @@ std::vector<std::string> emitted_rungs() {
   return r;
 }
 
-const std::vector<std::string> kInlineRungs = {"cpp-nobarrier",         "cpp-field-racy",  "cpp-field-atomic", "cpp-field-tf",
-                                               "cpp-nocache-racy", "cpp-nocache-atomic", "cpp-nocache-tf"};
+const std::vector<std::string> kInlineRungs = {"cpp-nobarrier",    "cpp-field-racy",     "cpp-field-rtf",
+                                               "cpp-field-atomic", "cpp-field-tf",       "cpp-nocache-racy",
+                                               "cpp-nocache-rtf",  "cpp-nocache-atomic", "cpp-nocache-tf"};
 
 void register_all() {
   for (const Pattern& p : kPatterns) {
@@ -295,9 +298,11 @@ void register_all() {
       add(p, rung_name(m), [m](Heap& h) { return compile_loop(&m.cfg, h.bitmap->descriptor(), m.ool); });
     add_cpp<void>(p, "cpp-nobarrier");
     add_cpp<BarrierPolicy<true, MarkMode::kRacy>>(p, "cpp-field-racy");
+    add_cpp<BarrierPolicy<true, MarkMode::kRacyTestFirst>>(p, "cpp-field-rtf");
     add_cpp<BarrierPolicy<true, MarkMode::kAtomic>>(p, "cpp-field-atomic");
     add_cpp<BarrierPolicy<true, MarkMode::kAtomicTestFirst>>(p, "cpp-field-tf");
     add_cpp<BarrierPolicy<false, MarkMode::kRacy>>(p, "cpp-nocache-racy");
+    add_cpp<BarrierPolicy<false, MarkMode::kRacyTestFirst>>(p, "cpp-nocache-rtf");
     add_cpp<BarrierPolicy<false, MarkMode::kAtomic>>(p, "cpp-nocache-atomic");
     add_cpp<BarrierPolicy<false, MarkMode::kAtomicTestFirst>>(p, "cpp-nocache-tf");
   }
