@@ -103,8 +103,8 @@ void check_unbarriered(lua_State* L, const GCObject* o);  // objprof-lua-check: 
 // though both execute more instructions (docs/results.md, "A cache for calls only").
 // The mark tests the bit first (kRacyTestFirst): the same loops mark the same few bitmap bytes
 // again and again, and a plain `or` to memory makes each mark wait for the previous one's store
-// to the same byte; a load and a test do not (fannkuch 1.116x -> 1.076x stock Lua, richards
-// 1.101x -> 1.085x, across five code layouts, though 1.6 % more instructions: docs/results.md,
+// to the same byte; a load and a test do not (fannkuch 1.11x -> 1.09x stock Lua, nbody 1.06-1.07x
+// -> 1.03-1.04x, across five code layouts, though 0.4 % more instructions: docs/results.md,
 // "Table barriers test the bit first").
 using AccessBarrier = objprof::BarrierPolicy<false, objprof::MarkMode::kRacyTestFirst>;
 OBJPROF_ALWAYS_INLINE void access(GlobalHook& hook, const void* obj) noexcept {
