@@ -29,6 +29,28 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
+def interleaved_times(reps, layouts, objprof_env):
+    """Child CPU times {(program, dir, interpreter): [seconds, ...]} of every program, layout
+    directory and interpreter, interleaved in a random order, REPS times. layouts: (label, dir),
+    the label naming the directory in the error for a missing interpreter."""
+    kinds = ("lua-stock", "objprof-lua")
+    for label, d in layouts:
+        for k in kinds:
+            if not os.access(os.path.join(d, k), os.X_OK):
+                sys.exit(f"lua_time_layouts: {label}: no executable {k} (scripts/lua_layouts.sh builds them)")
+    lua_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "lua")
+    env = dict(os.environ, OBJPROF_LUA_REPORT="0")
+    envs = {"lua-stock": env, "objprof-lua": dict(env, **objprof_env)}
+    times = {}
+    for _ in range(reps):
+        runs = [(p, d, k) for p in PROGRAMS for _, d in layouts for k in kinds]
+        random.shuffle(runs)
+        for (name, arg), d, k in runs:
+            t = child_cpu(os.path.join(d, k), os.path.join(lua_dir, name + ".lua"), arg, envs[k])
+            times.setdefault((name, d, k), []).append(t)
+    return times
+
+
 def main():
     args = sys.argv[1:]
     objprof_env = {}
@@ -43,21 +65,7 @@ def main():
         compare_builds(reps, [a.split("=", 1) for a in args[1:]], objprof_env)
         return
     layouts = args[1:]
-    kinds = ("lua-stock", "objprof-lua")
-    for d in layouts:
-        for k in kinds:
-            if not os.access(os.path.join(d, k), os.X_OK):
-                sys.exit(f"lua_time_layouts: {d}: no executable {k} (scripts/lua_layouts.sh builds them)")
-    lua_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "lua")
-    env = dict(os.environ, OBJPROF_LUA_REPORT="0")
-    envs = {"lua-stock": env, "objprof-lua": dict(env, **objprof_env)}
-    times = {}
-    for _ in range(reps):
-        runs = [(p, d, k) for p in PROGRAMS for d in layouts for k in kinds]
-        random.shuffle(runs)
-        for (name, arg), d, k in runs:
-            t = child_cpu(os.path.join(d, k), os.path.join(lua_dir, name + ".lua"), arg, envs[k])
-            times.setdefault((name, d, k), []).append(t)
+    times = interleaved_times(reps, [(d, d) for d in layouts], objprof_env)
     names = [os.path.basename(os.path.normpath(d)) for d in layouts]
     print("program".ljust(14) + "".join(n[:11].rjust(12) for n in names) + "  across layouts  stock's spread")
     across = []
@@ -75,23 +83,7 @@ def main():
 
 def compare_builds(reps, builds, objprof_env):
     builds = [(name, dirs.split(",")) for name, dirs in builds]
-    kinds = ("lua-stock", "objprof-lua")
-    for name, dirs in builds:
-        for d in dirs:
-            for k in kinds:
-                if not os.access(os.path.join(d, k), os.X_OK):
-                    sys.exit(f"lua_time_layouts: {name}: {d}: no executable {k} (scripts/lua_layouts.sh builds them)")
-    lua_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "lua")
-    env = dict(os.environ, OBJPROF_LUA_REPORT="0")
-    envs = {"lua-stock": env, "objprof-lua": dict(env, **objprof_env)}
-    times = {}
-    every_dir = [d for _, dirs in builds for d in dirs]
-    for _ in range(reps):
-        runs = [(p, d, k) for p in PROGRAMS for d in every_dir for k in kinds]
-        random.shuffle(runs)
-        for (prog, arg), d, k in runs:
-            t = child_cpu(os.path.join(d, k), os.path.join(lua_dir, prog + ".lua"), arg, envs[k])
-            times.setdefault((prog, d, k), []).append(t)
+    times = interleaved_times(reps, [(f"{name}: {d}", d) for name, dirs in builds for d in dirs], objprof_env)
     print("program".ljust(14) + "".join(name[:11].rjust(12) for name, _ in builds))
     across = {name: [] for name, _ in builds}
     for prog, _ in PROGRAMS:
