@@ -41,19 +41,26 @@ struct FreeRangeLog { Address from; std::uint64_t bytes; };
 
 // Appends the per-collector-thread logs (anything with moves, ranges, frees and free_ranges
 // vectors of these types) to one set of vectors and empties them, keeping their capacity for
-// the next GC.
+// the next GC. The first log of each kind changes hands instead of being copied (one collector
+// thread: no copy at all), and the local gets the emptied vector back.
+template <class Log>
+void gather_log(std::vector<Log>& all, std::vector<Log>& local) {
+  if (local.empty()) return;
+  if (all.empty()) {
+    all.swap(local);
+  } else {
+    all.insert(all.end(), local.begin(), local.end());
+  }
+  local.clear();
+}
 template <class Locals>
 void gather_collector_logs(Locals& locals, std::vector<MoveLog>& moves, std::vector<RangeMoveLog>& ranges,
                            std::vector<Address>& frees, std::vector<FreeRangeLog>& free_ranges) {
   for (auto& local : locals) {
-    moves.insert(moves.end(), local.moves.begin(), local.moves.end());
-    ranges.insert(ranges.end(), local.ranges.begin(), local.ranges.end());
-    frees.insert(frees.end(), local.frees.begin(), local.frees.end());
-    free_ranges.insert(free_ranges.end(), local.free_ranges.begin(), local.free_ranges.end());
-    local.moves.clear();
-    local.ranges.clear();
-    local.frees.clear();
-    local.free_ranges.clear();
+    gather_log(moves, local.moves);
+    gather_log(ranges, local.ranges);
+    gather_log(frees, local.frees);
+    gather_log(free_ranges, local.free_ranges);
   }
 }
 
@@ -210,12 +217,25 @@ class StaleTracker {
       for (TrackedRecord& r : tables_[s])
         if (idle_enough(r, epoch, k, full_after) && progressed(r)) fn(spaces_[s].address_of(r.granule), r);
   }
-  // Whether some record not reported yet is stale by the same tests: stops at the first.
+  // Whether some record not reported yet is stale by the same tests: stops at the first. A pass
+  // that finds none keeps the earliest last access among the unreported records
+  // (unreported_floor_); until `epoch` is k past it no record can pass the epoch test, so the
+  // calls until then return false without a pass (a program whose live records are all either
+  // reported or recently used passed over every one of them at every GC). The floor stays a
+  // lower bound: last_access only grows, a reported record stays reported, and every record
+  // that joins the tables later was born in the epoch of the pass or after it (gc_begin adopts
+  // everything allocated before it; what is allocated inside a bracket counts in the next epoch).
   template <class Progressed>
-  bool any_unreported_stale(std::uint32_t epoch, std::uint32_t k, std::uint64_t full_after, Progressed&& progressed) const {
+  bool any_unreported_stale(std::uint32_t epoch, std::uint32_t k, std::uint64_t full_after, Progressed&& progressed) {
+    if (std::uint64_t{unreported_floor_} + k > epoch) return false;
+    std::uint32_t floor = epoch;
     for (const auto& t : tables_)
-      for (const TrackedRecord& r : t)
-        if (!(r.size_flags & kReported) && idle_enough(r, epoch, k, full_after) && progressed(r)) return true;
+      for (const TrackedRecord& r : t) {
+        if (r.size_flags & kReported) continue;
+        if (idle_enough(r, epoch, k, full_after) && progressed(r)) return true;
+        floor = std::min(floor, r.last_access);
+      }
+    unreported_floor_ = floor;
     return false;
   }
 
@@ -340,7 +360,9 @@ class StaleTracker {
   // failed, the filter lets every event through and every GC builds the index).
   std::vector<GranuleBits> starts_;
   bool exact_starts_ = true;
-  bool conflicts_pending_ = false;  // a start claimed twice: the next apply() builds the index
+  bool conflicts_pending_ = false;
+  // No record without kReported was last accessed before this epoch (any_unreported_stale).
+  std::uint32_t unreported_floor_ = 0;  // a start claimed twice: the next apply() builds the index
   std::uint64_t* alloc_starts_ = nullptr;
   std::atomic<bool> alloc_conflict_{false};  // claim_at_alloc found a start claimed twice
   // Scratch reused by every apply(), so a GC allocates nothing in the steady state.
