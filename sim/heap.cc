@@ -368,11 +368,6 @@ bool Heap::test_and_mark_atomic(Address a) {
   return (w.fetch_or(bit, std::memory_order_relaxed) & bit) == 0;
 }
 
-bool Heap::is_marked(Address a) const {
-  const std::uint64_t g = (a - base_) >> 3;
-  return (marks_[g >> 6] >> (g & 63)) & 1;
-}
-
 void Heap::mark_frame_roots() {
   for (Mutator* m : mutators_) {
     if (!m->roots) continue;

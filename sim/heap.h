@@ -336,7 +336,12 @@ class Heap {
   Status finish_sweep_locked();
   bool test_and_mark(Address a);
   bool test_and_mark_atomic(Address a);
-  bool is_marked(Address a) const;
+  // Inline: the sweep asks it of every object (out of line, the call made the sweep loop keep
+  // its run state on the stack around it).
+  bool is_marked(Address a) const {
+    const std::uint64_t g = (a - base_) >> 3;
+    return (marks_[g >> 6] >> (g & 63)) & 1;
+  }
   void mark_serial();
   void mark_parallel();
   // Calls fn(slot) for every reference slot of obj (null or not).
