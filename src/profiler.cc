@@ -880,7 +880,9 @@ OBJPROF_ALWAYS_INLINE EventBuffer* collector_buffer(ProfilerState& st, internal:
 
 internal::CollectorCounts& Profiler::collector_counts_slow() { return collector_local_slow(*state_); }
 
-void Profiler::log_move(Address from, Address to) { append(collector_local(*state_).moves, internal::MoveLog{from, to}); }
+void Profiler::log_move(internal::CollectorCounts& counts, Address from, Address to) {
+  append(static_cast<internal::CollectorLocal&>(counts).moves, internal::MoveLog{from, to});
+}
 
 void Profiler::move_traced(Address from, Address to) {
   if (const std::uint64_t* starts = traced_hook_starts_.load(std::memory_order_relaxed)) [[likely]] {
@@ -946,7 +948,9 @@ void Profiler::on_move_range(Address from, Address to, std::uint64_t bytes) {
   local.ranges.push_back({from, to, bytes});  // few, and a range may cover many regions
 }
 
-void Profiler::log_free(Address addr) { append(collector_local(*state_).frees, addr); }
+void Profiler::log_free(internal::CollectorCounts& counts, Address addr) {
+  append(static_cast<internal::CollectorLocal&>(counts).frees, addr);
+}
 
 void Profiler::free_in_full(Address addr) {
   if (!in_gc_.load(std::memory_order_relaxed)) [[unlikely]] {
@@ -999,9 +1003,9 @@ void Profiler::on_free_batch(std::span<const Address> addrs) {
   }
 }
 
-void Profiler::log_free_range(Address addr, std::uint64_t bytes) {
+void Profiler::log_free_range(internal::CollectorCounts& counts, Address addr, std::uint64_t bytes) {
   if (state_->tracker.may_hold_range(addr, bytes))
-    append(collector_local(*state_).free_ranges, internal::FreeRangeLog{addr, bytes});
+    append(static_cast<internal::CollectorLocal&>(counts).free_ranges, internal::FreeRangeLog{addr, bytes});
 }
 
 void Profiler::free_range_in_full(Address addr, std::uint64_t bytes) {
