@@ -40,9 +40,10 @@ struct RangeMoveLog { Address from, to; std::uint64_t bytes; };
 struct FreeRangeLog { Address from; std::uint64_t bytes; };
 
 // Appends the per-collector-thread logs (anything with moves, ranges, frees and free_ranges
-// vectors of these types) to one set of vectors and empties them, keeping their capacity for
-// the next GC. The first log of each kind changes hands instead of being copied (one collector
-// thread: no copy at all), and the local gets the emptied vector back.
+// vectors of these types) to one set of vectors and empties them. The first log of each kind
+// changes hands instead of being copied (one collector thread: no copy at all), and the local
+// gets the emptied merged vector back, so the two vectors trade places from GC to GC and both
+// keep their capacity.
 template <class Log>
 void gather_log(std::vector<Log>& all, std::vector<Log>& local) {
   if (local.empty()) return;
@@ -360,9 +361,9 @@ class StaleTracker {
   // failed, the filter lets every event through and every GC builds the index).
   std::vector<GranuleBits> starts_;
   bool exact_starts_ = true;
-  bool conflicts_pending_ = false;
+  bool conflicts_pending_ = false;  // a start claimed twice: the next apply() builds the index
   // No record without kReported was last accessed before this epoch (any_unreported_stale).
-  std::uint32_t unreported_floor_ = 0;  // a start claimed twice: the next apply() builds the index
+  std::uint32_t unreported_floor_ = 0;
   std::uint64_t* alloc_starts_ = nullptr;
   std::atomic<bool> alloc_conflict_{false};  // claim_at_alloc found a start claimed twice
   // Scratch reused by every apply(), so a GC allocates nothing in the steady state.
