@@ -493,7 +493,10 @@ void Profiler::write_header_once() {
     inline_alloc_below_ = slow_alloc_ || mark_on_alloc_ || state_->writer ? 0 : min_tracked_size_;
     plain_collector_hooks_ = !state_->checker && !state_->writer;  // in_the_space says "one space"
     granule_mask_ = (std::uint64_t{1} << space_log2_granule_) - 1;
-    if (plain_collector_hooks_ && state_->spaces.size() == 1) tracked_starts_ = state_->tracker.alloc_starts();
+    if (plain_collector_hooks_ && state_->spaces.size() == 1) {
+      tracked_starts_ = state_->tracker.alloc_starts();
+      if (tracked_starts_ != nullptr) tracked_cards_ = state_->tracker.hook_cards();
+    }
     if (!state_->checker && state_->writer && state_->spaces.size() == 1) traced_starts_ = state_->tracker.alloc_starts();
     if (!state_->control) return;
     std::size_t bytes = 1 + 4 + 2;
@@ -825,6 +828,7 @@ Status Profiler::gc_begin(GcKind kind) {
   if (st.control) st.control->flush();
   // The collector hooks' short paths, until gc_end.
   short_hook_starts_.store(tracked_starts_, std::memory_order_relaxed);
+  short_hook_cards_.store(st.tracker.hooks_may_card() ? tracked_cards_ : nullptr, std::memory_order_relaxed);
   traced_hook_starts_.store(traced_starts_, std::memory_order_relaxed);
   return {};
 }
@@ -880,7 +884,8 @@ OBJPROF_ALWAYS_INLINE EventBuffer* collector_buffer(ProfilerState& st, internal:
 
 internal::CollectorCounts& Profiler::collector_counts_slow() { return collector_local_slow(*state_); }
 
-void Profiler::log_move(internal::CollectorCounts& counts, Address from, Address to) {
+// Out of line: move_tracked's carded path, the usual one, then needs no frame.
+OBJPROF_NOINLINE void Profiler::log_move(internal::CollectorCounts& counts, Address from, Address to) {
   append(static_cast<internal::CollectorLocal&>(counts).moves, internal::MoveLog{from, to});
 }
 
@@ -946,6 +951,15 @@ void Profiler::on_move_range(Address from, Address to, std::uint64_t bytes) {
   if (EventBuffer* b = collector_buffer(*state_, local)) b->move_range(from, to, bytes);
   ++local.moves_seen;
   local.ranges.push_back({from, to, bytes});  // few, and a range may cover many regions
+}
+
+void Profiler::move_tracked(internal::CollectorCounts& counts, Address from, Address to) {
+  if (std::uint32_t* cards = short_hook_cards();
+      cards != nullptr && internal::StaleTracker::card_move(cards, tracked_starts_, from - space_begin_, to - space_begin_)) {
+    ++counts.moves_carded;
+    return;
+  }
+  log_move(counts, from, to);
 }
 
 void Profiler::log_free(internal::CollectorCounts& counts, Address addr) {
@@ -1042,6 +1056,7 @@ void Profiler::on_root(Address addr) {
 Status Profiler::gc_end() {
   if (!in_gc_.load()) return make_error(ErrorCode::kProtocol, fmt::format("gc_end in epoch {} without gc_begin", epoch()));
   short_hook_starts_.store(nullptr, std::memory_order_relaxed);
+  short_hook_cards_.store(nullptr, std::memory_order_relaxed);
   traced_hook_starts_.store(nullptr, std::memory_order_relaxed);
   ProfilerState& st = *state_;
   const auto e = static_cast<std::uint32_t>(epoch());
@@ -1055,7 +1070,9 @@ Status Profiler::gc_end() {
   frees.clear();
   free_ranges.clear();
   internal::gather_collector_logs(st.collectors, moves, ranges, frees, free_ranges);
+  std::uint64_t carded = 0;  // moves the hooks wrote into the tracker's cards instead of the logs
   for (auto& local : st.collectors) {
+    carded += local.moves_carded;
     st.moves += local.moves_seen;
     st.frees += local.frees_seen;
     st.free_ranges += local.free_ranges_seen;
@@ -1065,7 +1082,7 @@ Status Profiler::gc_end() {
   std::vector<const BitmapSnapshot*>& bits = st.held_bit_ptrs;
   bits.clear();
   for (const auto& h : st.held_bits) bits.push_back(h ? &*h : nullptr);
-  st.tracker.apply(bits, e, moves, ranges, frees, free_ranges);
+  st.tracker.apply(bits, e, moves, ranges, frees, free_ranges, carded);
   release_held_bits(st);
   if (st.checker) st.checker->gc_end();
 

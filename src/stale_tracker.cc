@@ -81,6 +81,10 @@ void StaleTracker::set_spaces(std::vector<HeapSpace> spaces) {
     (void)freed_[s].ensure(spaces_[s].granule_count());
   }
   alloc_starts_ = spaces_.size() == 1 && exact_starts_ ? starts_[0].words() : nullptr;
+  hook_cards_ = nullptr;
+  if (alloc_starts_ != nullptr && spaces_[0].log2_alignment() == 3 &&
+      move_cards_[0].ensure(static_cast<std::size_t>((spaces_[0].granule_count() >> move_card_shift(0)) + 1)))
+    hook_cards_ = move_cards_[0].data();
   alloc_conflict_.store(false, std::memory_order_relaxed);
 }
 
@@ -303,21 +307,31 @@ std::int64_t StaleTracker::locate(Address a, std::size_t& s) const noexcept {
 }
 
 StaleTracker::ApplyResult StaleTracker::apply(std::span<const BitmapSnapshot* const> bits, std::uint32_t epoch,
-                                              std::span<const MoveLog> moves, std::span<const RangeMoveLog> ranges,
-                                              std::span<const Address> frees, std::span<const FreeRangeLog> free_ranges) {
+                                              std::vector<MoveLog>& moves, std::span<const RangeMoveLog> ranges,
+                                              std::span<const Address> frees, std::span<const FreeRangeLog> free_ranges,
+                                              std::uint64_t hook_carded) {
   ApplyResult res;
   // Inside the bracket no thread claims a start (claim_at_alloc): what they found is complete.
   if (alloc_conflict_.exchange(false, std::memory_order_relaxed)) conflicts_pending_ = true;
   auto bits_of = [&](std::size_t s) { return s < bits.size() ? bits[s] : nullptr; };
   bool any = !young_.empty();
   for (const auto& t : tables_) any |= !t.empty();
-  if (!any) return res;  // nothing tracked: the GC's events concern no record
+  if (!any) {  // nothing tracked: the GC's events concern no record
+    if (hook_carded != 0) cards_to_logs(0, moves);  // the cards start the next GC empty
+    return res;
+  }
   // Space s has records to visit: its table's, or (the only space) young ones.
   auto holds = [&](std::size_t s) { return !tables_[s].empty() || (s == 0 && !young_.empty()); };
   bool bits_mapped = true;
   for (std::size_t s = 0; s < tables_.size(); ++s)
     if (holds(s)) bits_mapped &= freed_[s].ensure(spaces_[s].granule_count());
-  if ((moves.empty() || spaces_.size() == 1) && ranges.empty() && !conflicts_pending_ && exact_starts_ && bits_mapped) {
+  const bool fast = (moves.empty() || spaces_.size() == 1) && ranges.empty() && !conflicts_pending_ && exact_starts_ && bits_mapped;
+  // The hooks carded moves (only the only space has cards for them) that only the fast path reads.
+  if (hook_carded != 0 && !fast) {
+    cards_to_logs(0, moves);
+    hook_carded = 0;
+  }
+  if (fast) {
     // Single moves in the only space, or none, and every start claimed once: deaths are bits,
     // moves are found in an index of the moves (not of the records: most records of a GC die
     // and are never looked up), and one pass over each table (the young records last) drops
@@ -325,7 +339,7 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const BitmapSnapshot* co
     // moved.
     for (std::size_t s = 0; s < tables_.size(); ++s) {
       if (!holds(s)) continue;
-      if (moves.empty()) {
+      if (moves.empty() && hook_carded == 0) {
         // Nothing moves: every start the GC freed is a dead record's, so its start bit goes now
         // (a word at a time for a range, no write per dead record) and the pass drops each
         // record whose start bit is clear. No scratch bits to set and clear.
@@ -334,10 +348,10 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const BitmapSnapshot* co
         continue;
       }
       // With moves the pass leaves the dead's start bits: every start bit under a freed bit is
-      // a dead record's (or a moved one's, whose freed bit the moves spare), and both go a word
-      // at a time afterwards (no write per dead record).
+      // a dead record's (or a moved one's, which goes anyway), and they go a word at a time
+      // afterwards (no write per dead record).
       const bool any_freed = mark_freed(s, frees, free_ranges);
-      res.freed += sweep_table(s, bits_of(s), epoch, any_freed, moves, frees, free_ranges, res);
+      res.freed += sweep_table(s, bits_of(s), epoch, any_freed, moves, hook_carded, frees, free_ranges, res);
     }
     return res;
   }
@@ -573,6 +587,14 @@ struct CardMoves {
   }
 };
 
+// The same for a GC whose hooks carded moves: they did so before gc_end set the GC's freed bits,
+// so no move spared its source there (as card_moves and the index of the moves do); `moved`
+// spares it in the pass, for a record under a freed bit.
+template <unsigned kShift>
+struct HookCardMoves : CardMoves<kShift> {
+  bool moved(std::uint32_t g) const noexcept { return this->cards[g >> kShift] != 0; }
+};
+
 // Where keep_moved writes: the kept records, and per moved one its old and new granule (the
 // old one alone, `left`, for one that moved out of the space). Sized by the caller for the
 // worst case, so the pass only bumps pointers.
@@ -616,7 +638,13 @@ std::uint64_t keep_moved(const TrackedRecord* in, const TrackedRecord* end, Move
     }
     const std::uint32_t g = in->granule;
     if constexpr (kFreed) {
-      if (((freed[g >> 6] >> (g & 63)) & 1) != static_cast<std::uint64_t>(kLiveBits)) continue;
+      if (((freed[g >> 6] >> (g & 63)) & 1) != static_cast<std::uint64_t>(kLiveBits)) {
+        if constexpr (requires { find.moved(g); }) {
+          if (!find.moved(g)) continue;  // freed, unless its card says it moved (HookCardMoves)
+        } else {
+          continue;
+        }
+      }
     }
     const bool marked = (g >> 3) < mark_bytes && ((marks[g >> 3] >> (g & 7)) & 1) != 0;
     const std::int64_t ng = find(g);
@@ -753,6 +781,25 @@ void StaleTracker::uncard_moves(std::size_t s, std::span<const MoveLog> moves) {
   }
 }
 
+void StaleTracker::cards_to_logs(std::size_t s, std::vector<MoveLog>& moves) {
+  std::uint32_t* const cards = move_cards_[s].data();
+  if (cards == nullptr) return;
+  const HeapSpace& space = spaces_[s];
+  const std::uint64_t* const starts = starts_[s].words();
+  const unsigned shift = move_card_shift(s);  // 5: cards exist for 8-byte granules only
+  const std::uint64_t count = (space.granule_count() >> shift) + 1;
+  for (std::uint64_t c = 0; c < count; ++c) {
+    if (cards[c] == 0) continue;
+    // The card's one start (card_moves_with and the hooks card no other kind).
+    const std::uint64_t g0 = c << shift;
+    const std::uint64_t in_card = (starts[g0 >> 6] >> (g0 & 63)) & ((std::uint64_t{1} << (std::uint64_t{1} << shift)) - 1);
+    if (in_card != 0)
+      moves.push_back({space.address_of(g0 + static_cast<std::uint64_t>(std::countr_zero(in_card))),
+                       space.address_of(cards[c] - 1)});
+    cards[c] = 0;
+  }
+}
+
 unsigned StaleTracker::move_card_shift(std::size_t s) const noexcept {
   const unsigned lg = spaces_[s].log2_alignment();
   return lg >= kMoveCardLog2 ? 0 : kMoveCardLog2 - lg;
@@ -764,32 +811,47 @@ unsigned StaleTracker::move_card_shift(std::size_t s) const noexcept {
 // one by one, and the destinations' are claimed (a destination that is a survivor's place
 // claims a start twice: the next apply() finds them through the record index).
 std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed,
-                                        std::span<const MoveLog> moves, std::span<const Address> frees,
-                                        std::span<const FreeRangeLog> free_ranges, ApplyResult& res) {
+                                        std::vector<MoveLog>& moves, std::uint64_t hook_carded,
+                                        std::span<const Address> frees, std::span<const FreeRangeLog> free_ranges,
+                                        ApplyResult& res) {
   const HeapSpace space = spaces_[s];
   const std::uint64_t* freed = any_freed ? freed_[s].words() : nullptr;
   const std::span<const std::uint8_t> marks = bits != nullptr ? bits->bytes() : std::span<const std::uint8_t>();
   RecordTable& t = tables_[s];
   // Room for the worst case: every move moves a record (one_pass makes the table's).
-  moved_from_.resize(moves.size());
-  moved_to_.resize(moves.size());
-  left_granules_.resize(moves.size());
+  const std::size_t most = moves.size() + hook_carded;
+  moved_from_.resize(most);
+  moved_to_.resize(most);
+  left_granules_.resize(most);
   MovedOut out{nullptr, moved_from_.data(), moved_to_.data(), left_granules_.data()};
   auto pass = [&](auto find) {
     return one_pass(t, s == 0 ? &young_ : nullptr, spare_, freed, marks, epoch, kDead, out, find);
   };
   std::uint64_t dead = 0;
-  if (const std::int64_t carded = card_moves(s, moves, any_freed); carded >= 0) {
+  // The logged moves spare their sources' freed bits as they are carded; the hooks' cards are
+  // looked up in the pass for the records under a freed bit instead.
+  if (const std::int64_t carded = card_moves(s, moves, any_freed && hook_carded == 0); carded >= 0) {
     // The pass clears the entry of every record it finds moved; a move of no record (a
     // protocol violation the checks would report) leaves one, cleared here.
-    dead = pass(CardMoves<8 - 3>{move_cards_[s].data()});
-    if (out.from - moved_from_.data() + (out.left - left_granules_.data()) != carded) uncard_moves(s, moves);
+    if (hook_carded == 0) dead = pass(CardMoves<8 - 3>{move_cards_[s].data()});
+    else dead = pass(HookCardMoves<8 - 3>{{move_cards_[s].data()}});
+    if (static_cast<std::uint64_t>(out.from - moved_from_.data() + (out.left - left_granules_.data())) !=
+        static_cast<std::uint64_t>(carded) + hook_carded) {
+      if (hook_carded == 0) {
+        uncard_moves(s, moves);
+      } else {
+        std::vector<MoveLog> stray;
+        cards_to_logs(s, stray);
+      }
+    }
   } else {
+    // The hooks' cards join the logs (card_moves took its own back), and the index decides.
+    if (hook_carded != 0) cards_to_logs(s, moves);
     index_moves(s, moves, any_freed);
-    dead = pass([this, s, moves, &space](std::uint32_t g) -> std::int64_t {
+    dead = pass([this, s, all = std::span<const MoveLog>(moves), &space](std::uint32_t g) -> std::int64_t {
       const std::int64_t i = find_move(s, g);
       if (i < 0) return -1;
-      const Address to = moves[static_cast<std::size_t>(i)].to;
+      const Address to = all[static_cast<std::size_t>(i)].to;
       return space.contains(to) ? static_cast<std::int64_t>(space.granule_of(to)) : kLeftSpace;
     });
   }

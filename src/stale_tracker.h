@@ -27,7 +27,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -93,6 +95,8 @@ class StaleTracker {
   static constexpr std::uint32_t kReported = 0x8000'0000u;
   static constexpr std::uint32_t kSizeMask = 0x7FFF'FFFFu;
   static constexpr std::uint32_t kDead = 0xFFFF'FFFFu;
+  // A move card covers 2^8 bytes of a space (move_cards_).
+  static constexpr unsigned kMoveCardLog2 = 8;
 
   StaleTracker() = default;
   StaleTracker(const StaleTracker&) = delete;
@@ -147,9 +151,42 @@ class StaleTracker {
   // granule mean the runtime reused memory without reporting a free (or moved two objects to
   // one place): the one added or moved there later is kept, and it is counted as a conflict
   // (at the GC that finds it).
-  ApplyResult apply(std::span<const BitmapSnapshot* const> bits, std::uint32_t epoch, std::span<const MoveLog> moves,
+  // `hook_carded` moves were carded by the collector hooks themselves (hook_cards) instead of
+  // logged in `moves`; a GC that cannot use the cards turns them into logs appended to `moves`.
+  ApplyResult apply(std::span<const BitmapSnapshot* const> bits, std::uint32_t epoch, std::vector<MoveLog>& moves,
                     std::span<const RangeMoveLog> ranges, std::span<const Address> frees,
-                    std::span<const FreeRangeLog> free_ranges);
+                    std::span<const FreeRangeLog> free_ranges, std::uint64_t hook_carded = 0);
+
+  // The only space's move cards (one entry per 256 bytes: the new granule + 1 of the one
+  // tracked object that starts in the card and moved, or 0), for the
+  // collector hooks to card a tracked object's move themselves instead of logging it
+  // (Profiler::on_move), or null: several spaces, granules of another size, bits or cards that
+  // could not be mapped. Fixed from set_spaces on.
+  std::uint32_t* hook_cards() const noexcept { return hook_cards_; }
+  // A collector hook's move of the tracked object that starts `off` bytes into the only space
+  // (8-byte granules) to `to_off` (inside it): cards it, as card_moves would at gc_end, and
+  // returns true; false, with nothing written, if another tracked object starts in its card or
+  // another move carded it (the move is logged then, and apply sorts it out). A moved object's
+  // card is written by the one collector thread that moves it: threads that move different
+  // objects write different entries. ~40 instructions less per tracked move than a log carded
+  // at gc_end (listleak-semispace, docs/results.md).
+  static bool card_move(std::uint32_t* cards, const std::uint64_t* starts, std::uint64_t off, std::uint64_t to_off) noexcept {
+    static_assert(kMoveCardLog2 == 8 && std::endian::native == std::endian::little,
+                  "a card's 32 granules are one 32-bit half of a start-bit word");
+    const std::uint64_t card = off >> kMoveCardLog2;
+    std::uint32_t& e = cards[card];
+    std::uint32_t in_card;  // the card's start bits
+    std::memcpy(&in_card, reinterpret_cast<const unsigned char*>(starts) + card * 4, 4);
+    if (e != 0 || in_card != std::uint32_t{1} << ((off >> 3) & 31)) return false;
+    e = static_cast<std::uint32_t>(to_off >> 3) + 1;
+    return true;
+  }
+  // Whether the hooks may card this GC's moves (asked at gc_begin): no start claimed twice is
+  // waiting to be resolved, which takes the record index and would turn every card back into a
+  // log.
+  bool hooks_may_card() const noexcept {
+    return hook_cards_ != nullptr && !conflicts_pending_ && !alloc_conflict_.load(std::memory_order_relaxed);
+  }
 
   // The collector hooks' filter (called from collector threads during a GC, when nothing
   // writes the start bits): false only if no tracked object starts in [a, a + bytes), a range
@@ -303,18 +340,23 @@ class StaleTracker {
   // Clears them again (only the words set), so the scratch bits start the next GC clear.
   void unmark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
   // The one pass over a table of space s (and then its young records) of a GC with single moves
-  // (at least one) and no range moves: drops the dead (marked in freed_[s] when `any_freed`)
-  // with their start bits, applies `bits`, and moves the moved (all in space s). Returns the
-  // dead.
+  // (at least one, logged in `moves` or carded by the hooks) and no range moves: drops the dead
+  // (marked in freed_[s] when `any_freed`) with their start bits, applies `bits`, and moves the
+  // moved (all in space s). Returns the dead.
   std::uint64_t sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed,
-                            std::span<const MoveLog> moves, std::span<const Address> frees,
+                            std::vector<MoveLog>& moves, std::uint64_t hook_carded, std::span<const Address> frees,
                             std::span<const FreeRangeLog> free_ranges, ApplyResult& res);
-  // move_cards_[s] over a GC's moves (the card of each source -> its new granule + 1), sparing
-  // the sources in freed_[s] when `spare`; returns how many it carded, or -1, with nothing left
-  // in the cards, if two sources share a card, another record starts in a source's card, or a
-  // move leaves the space (the index of the moves decides then). uncard_moves clears them all.
+  // move_cards_[s] over a GC's logged moves (the card of each source -> its new granule + 1),
+  // sparing the sources in freed_[s] when `spare`; returns how many it carded, or -1, with none
+  // of them left in the cards, if two sources share a card (a hook's card included), another
+  // record starts in a source's card, or a move leaves the space (the index of the moves decides
+  // then). uncard_moves clears them all.
   std::int64_t card_moves(std::size_t s, std::span<const MoveLog> moves, bool spare);
   void uncard_moves(std::size_t s, std::span<const MoveLog> moves);
+  // Appends every carded move of space s to `moves` (the source: the one start in its card) and
+  // clears the cards: a scan of the whole card table, for a GC whose hooks carded moves that the
+  // cards cannot serve after all (the index decides then) or that left entries behind.
+  void cards_to_logs(std::size_t s, std::vector<MoveLog>& moves);
   unsigned move_card_shift(std::size_t s) const noexcept;  // granule -> card of space s
   // The same pass for a GC without moves (mark-sweep), after retire_starts: a compaction of the
   // table that drops each record whose start bit is clear (when `any_freed`).
@@ -379,10 +421,10 @@ class StaleTracker {
   std::vector<GranuleBits> freed_;
   // Per space, the moves of a GC by the card of their source (card_moves): a card is 256 bytes,
   // so the sources of tracked objects of the default threshold never share one; objects that
-  // reach it by a resize may, and then the GC falls back to the index. Mapped on first use
-  // (4 bytes per card: 1/64 of a space), zero between GCs.
-  static constexpr unsigned kMoveCardLog2 = 8;
+  // reach it by a resize may, and then the GC falls back to the index. 4 bytes per card (1/64 of
+  // a space), mapped at set_spaces for the hooks (hook_cards) or on first use; zero between GCs.
   std::vector<SideTable<std::uint32_t>> move_cards_;
+  std::uint32_t* hook_cards_ = nullptr;  // move_cards_[0] when the hooks may use it (hook_cards)
   // Scratch of sweep_table: the moved records' old and new granules, and the old granules of
   // those that left the space.
   std::vector<std::uint32_t, UninitializedAllocator<std::uint32_t>> moved_from_, moved_to_, left_granules_;

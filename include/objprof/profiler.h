@@ -230,6 +230,7 @@ struct ProfilerState;
 // summed at gc_end.
 struct CollectorCounts {
   std::uint64_t moves_seen = 0, frees_seen = 0, free_ranges_seen = 0, roots_seen = 0;
+  std::uint64_t moves_carded = 0;  // tracked objects' moves written into the move cards (on_move)
 };
 // The calling thread's counts for the profiler it last served as a collector (its instance
 // number: a new profiler at a reused address has another), so that the collector hooks' short
@@ -341,7 +342,7 @@ class Profiler {
       const Address off = from - space_begin_;
       if (counts != nullptr && off < space_bytes_ && to - space_begin_ < space_bytes_) [[likely]] {
         ++counts->moves_seen;
-        if (tracked_start(starts, off)) log_move(*counts, from, to);
+        if (tracked_start(starts, off)) move_tracked(*counts, from, to);
         return;
       }
     }
@@ -435,6 +436,10 @@ class Profiler {
   // tracked object may start there), and the hooks with every check and the trace.
   // `counts`: the calling thread's (cached_collector_counts or collector_counts).
   void log_move(internal::CollectorCounts& counts, Address from, Address to);
+  // on_move's short path for a tracked object: its move goes into the tracker's cards where it
+  // can (StaleTracker::card_move), else into the log. Out of line, so that the inline path of
+  // the moves of untracked objects, most of a copying collector's, keeps no registers to save.
+  void move_tracked(internal::CollectorCounts& counts, Address from, Address to);
   void log_free(internal::CollectorCounts& counts, Address addr);
   void log_free_range(internal::CollectorCounts& counts, Address addr, std::uint64_t bytes);
   // With a trace (and no hook checks, one space), inside the bracket: the trace record, the
@@ -470,6 +475,9 @@ class Profiler {
   // paths. The bits change only outside brackets and at gc_begin/gc_end, so collector
   // threads read them without synchronisation inside the bracket.
   const std::uint64_t* short_hook_starts() const noexcept { return short_hook_starts_.load(std::memory_order_relaxed); }
+  // The stale tracker's move cards while a bracket is open, the plain collector hooks apply and
+  // the tracker can use cards this GC (StaleTracker::hooks_may_card), else null.
+  std::uint32_t* short_hook_cards() const noexcept { return short_hook_cards_.load(std::memory_order_relaxed); }
   // Whether a tracked object may start at `off` bytes into the only space.
   bool tracked_start(const std::uint64_t* starts, Address off) const noexcept {
     const std::uint64_t g = off >> space_log2_granule_;
@@ -523,6 +531,10 @@ class Profiler {
   // for the hooks with a trace and no hook checks (move_traced, free_traced).
   std::atomic<const std::uint64_t*> short_hook_starts_{nullptr};
   std::atomic<const std::uint64_t*> traced_hook_starts_{nullptr};
+  // The tracker's move cards (StaleTracker::hook_cards) with plain collector hooks, else null;
+  // short_hook_cards_: the same from gc_begin to gc_end in GCs that may card moves.
+  std::uint32_t* tracked_cards_ = nullptr;
+  std::atomic<std::uint32_t*> short_hook_cards_{nullptr};
   const std::uint64_t* traced_starts_ = nullptr;
   std::uint64_t instance_ = 0;  // internal::ProfilerState::instance
   std::atomic<std::uint64_t> epoch_{0};

@@ -12,9 +12,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <objprof/barrier.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace test_hook_short_paths {
@@ -142,6 +146,88 @@ TEST_CASE("collector hooks: the inline short paths find the same deaths and move
     CHECK(o->stats.free_ranges == 10u);  // the empty one is no event
     CHECK(o->stats.tracked_live == want.size());
   }
+}
+
+// A parallel copying GC with the plain hooks: each collector thread writes the moves of the
+// tracked objects it copies into the stale tracker's move cards itself (on_move's short path),
+// except a thread's first move (the long path, logged) and moves the cards cannot take: two
+// tracked objects starting in one 256-byte card (small objects that a resize made tracked), which
+// are logged, and then gc_end turns every card back into a log and takes the index of the moves.
+// Either way each survivor must be found at its new place, and the evacuated half, freed as
+// one range after the moves, must spare what moved.
+TEST_CASE("collector hooks: moves carded by several collector threads land where they moved", "[core][profiler][threads]") {
+  const bool shared_cards = GENERATE(false, true);
+  INFO("two tracked objects in one card " << shared_cards);
+  constexpr std::uint64_t kHalf = 128 * 1024, kSize = 256, kThreads = 4;
+  test::FakeHeap heap(2 * kHalf);
+  std::vector<LeakReport> got;
+  ProfilerOptions o;
+  o.stale_after_epochs = 2;
+  o.stale_after_bytes = 0;
+  o.min_tracked_size = kSize;
+  o.check_hooks = false;  // the short paths
+  o.default_leak_printer = false;
+  o.on_leak = [&](const LeakReport& r) { got.push_back(r); };
+  auto prof = std::move(*Profiler::create(std::move(o)));
+  REQUIRE(prof->add_space(heap.space()).ok());
+  REQUIRE(prof->define_type({1, "Obj", 0, false}).ok());
+  REQUIRE(prof->define_site({1, 0, "parallel", 0}).ok());
+  ThreadState& thread = **prof->attach_thread(1, "mutator");
+  struct Object {
+    Address from, to = 0;
+    std::uint64_t size;
+    bool dies, accessed;
+  };
+  std::mt19937_64 rng(42);
+  std::vector<Object> objects;
+  for (Address a = heap.at(0); a + kSize <= heap.at(kHalf);) {
+    // Now and then two 64-byte objects in one card, tracked after a resize.
+    const bool pair = shared_cards && rng() % 8 == 0;
+    const std::uint64_t size = pair ? 64 : kSize;
+    for (int k = 0; k < (pair ? 2 : 1); ++k, a += size) {
+      prof->on_alloc(thread, 1, 1, a, size);
+      if (pair) prof->on_resize(thread, a, kSize + 64, 1, 1);
+      objects.push_back({a, 0, size, rng() % 5 == 0, rng() % 3 == 0});
+    }
+    if (pair) a += kSize - 2 * size;
+  }
+  REQUIRE(prof->gc_begin(GcKind::kFull).ok());
+  REQUIRE(prof->gc_end().ok());  // epoch 0 ends: every object is tracked
+  for (const Object& ob : objects)
+    if (ob.accessed) access<>(thread, prof->bitmap(0), ob.from);
+  // Epoch 1 ends with the copy: the survivors go to the other half in a random order, spread
+  // over the collector threads.
+  std::vector<std::size_t> survivors;
+  Address to = heap.at(kHalf);
+  for (std::size_t i = 0; i < objects.size(); ++i)
+    if (!objects[i].dies) {
+      objects[i].to = to;
+      to += objects[i].size;
+      survivors.push_back(i);
+    }
+  std::shuffle(survivors.begin(), survivors.end(), rng);
+  REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
+  std::vector<std::thread> collectors;
+  for (std::uint64_t t = 0; t < kThreads; ++t)
+    collectors.emplace_back([&, t] {
+      for (std::size_t k = t; k < survivors.size(); k += kThreads) prof->on_move(objects[survivors[k]].from, objects[survivors[k]].to);
+    });
+  for (std::thread& c : collectors) c.join();
+  prof->on_free_range(heap.at(0), kHalf);  // the evacuated half: everything there that did not move died
+  REQUIRE(prof->gc_end().ok());
+  CHECK(got.empty());
+  // Epoch 2 ends: the survivors not accessed in epoch 1 are two epochs idle, at their new places.
+  REQUIRE(prof->gc_begin(GcKind::kFull).ok());
+  REQUIRE(prof->gc_end().ok());
+  std::vector<Address> want, reported;
+  for (const Object& ob : objects)
+    if (!ob.dies && !ob.accessed) want.push_back(ob.to);
+  for (const LeakReport& r : got) reported.push_back(r.addr);
+  std::sort(reported.begin(), reported.end());
+  CHECK(reported == want);
+  CHECK(prof->stats().tracked_live == survivors.size());
+  CHECK(prof->stats().moves == survivors.size());
+  CHECK(prof->protocol_status().ok());
 }
 
 }  // namespace test_hook_short_paths
