@@ -595,9 +595,10 @@ struct HookCardMoves : CardMoves<kShift> {
   bool moved(std::uint32_t g) const noexcept { return this->cards[g >> kShift] != 0; }
 };
 
-// Where keep_moved writes: the kept records, and per moved one its old and new granule (the
-// old one alone, `left`, for one that moved out of the space). Sized by the caller for the
-// worst case, so the pass only bumps pointers.
+// Where keep_moved writes: the kept records, and per moved one its new granule and its old one
+// (unless a freed bit retires the old start anyway; the old one alone, `left`, for one that
+// moved out of the space). Sized by the caller for the worst case, so the pass only bumps
+// pointers.
 struct MovedOut {
   TrackedRecord* kept;
   std::uint32_t* from;
@@ -637,10 +638,14 @@ std::uint64_t keep_moved(const TrackedRecord* in, const TrackedRecord* end, Move
       }
     }
     const std::uint32_t g = in->granule;
+    // A moved record under a freed bit (only the hooks' cards leave one: HookCardMoves) needs no
+    // `from`: its start bit goes with the freed bits' (retire_freed).
+    bool source_retired = false;
     if constexpr (kFreed) {
       if (((freed[g >> 6] >> (g & 63)) & 1) != static_cast<std::uint64_t>(kLiveBits)) {
         if constexpr (requires { find.moved(g); }) {
           if (!find.moved(g)) continue;  // freed, unless its card says it moved (HookCardMoves)
+          source_retired = true;
         } else {
           continue;
         }
@@ -659,7 +664,7 @@ std::uint64_t keep_moved(const TrackedRecord* in, const TrackedRecord* end, Move
     if (marked) kept->last_access = epoch;
     if (ng >= 0) {
       kept->granule = static_cast<std::uint32_t>(ng);
-      *from++ = g;
+      if (!source_retired) *from++ = g;
       *to++ = static_cast<std::uint32_t>(ng);
     }
     ++kept;
@@ -835,7 +840,7 @@ std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bit
     // protocol violation the checks would report) leaves one, cleared here.
     if (hook_carded == 0) dead = pass(CardMoves<8 - 3>{move_cards_[s].data()});
     else dead = pass(HookCardMoves<8 - 3>{{move_cards_[s].data()}});
-    if (static_cast<std::uint64_t>(out.from - moved_from_.data() + (out.left - left_granules_.data())) !=
+    if (static_cast<std::uint64_t>(out.to - moved_to_.data() + (out.left - left_granules_.data())) !=
         static_cast<std::uint64_t>(carded) + hook_carded) {
       if (hook_carded == 0) {
         uncard_moves(s, moves);
@@ -858,7 +863,7 @@ std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bit
   const std::span<const std::uint32_t> from(moved_from_.data(), out.from);
   const std::span<const std::uint32_t> to(moved_to_.data(), out.to);
   const std::span<const std::uint32_t> left(left_granules_.data(), out.left);
-  res.moved += from.size();
+  res.moved += to.size();
   res.left_spaces += left.size();
   if (any_freed) retire_freed(s, frees, free_ranges);
   GranuleBits& starts = starts_[s];
