@@ -493,11 +493,10 @@ void Profiler::write_header_once() {
     inline_alloc_below_ = slow_alloc_ || mark_on_alloc_ || state_->writer ? 0 : min_tracked_size_;
     plain_collector_hooks_ = !state_->checker && !state_->writer;  // in_the_space says "one space"
     granule_mask_ = (std::uint64_t{1} << space_log2_granule_) - 1;
-    if (plain_collector_hooks_ && state_->spaces.size() == 1) {
-      tracked_starts_ = state_->tracker.alloc_starts();
-      if (tracked_starts_ != nullptr) tracked_cards_ = state_->tracker.hook_cards();
-    }
+    if (plain_collector_hooks_ && state_->spaces.size() == 1) tracked_starts_ = state_->tracker.alloc_starts();
     if (!state_->checker && state_->writer && state_->spaces.size() == 1) traced_starts_ = state_->tracker.alloc_starts();
+    // The short paths with and without a trace card tracked objects' moves alike.
+    if (tracked_starts_ != nullptr || traced_starts_ != nullptr) tracked_cards_ = state_->tracker.hook_cards();
     if (!state_->control) return;
     std::size_t bytes = 1 + 4 + 2;
     for (const HeapSpace& s : state_->spaces) bytes += 4 + 8 + 8 + EventBuffer::string_bytes(s.name());
@@ -896,7 +895,12 @@ void Profiler::move_traced(Address from, Address to) {
       internal::CollectorLocal& local = collector_local(*state_);
       collector_buffer(*state_, local)->move(from, to);
       ++local.moves_seen;
-      if (tracked_start(starts, off)) append(local.moves, internal::MoveLog{from, to});
+      if (!tracked_start(starts, off)) return;
+      if (std::uint32_t* cards = short_hook_cards();
+          cards != nullptr && internal::StaleTracker::card_move(cards, starts, off, to - space_begin_))
+        ++local.moves_carded;  // as on_move's short path (move_tracked)
+      else
+        append(local.moves, internal::MoveLog{from, to});
       return;
     }
   }

@@ -475,8 +475,8 @@ class Profiler {
   // paths. The bits change only outside brackets and at gc_begin/gc_end, so collector
   // threads read them without synchronisation inside the bracket.
   const std::uint64_t* short_hook_starts() const noexcept { return short_hook_starts_.load(std::memory_order_relaxed); }
-  // The stale tracker's move cards while a bracket is open, the plain collector hooks apply and
-  // the tracker can use cards this GC (StaleTracker::hooks_may_card), else null.
+  // The stale tracker's move cards while a bracket is open, the hooks' short paths (plain or
+  // traced) apply and the tracker can use cards this GC (StaleTracker::hooks_may_card), else null.
   std::uint32_t* short_hook_cards() const noexcept { return short_hook_cards_.load(std::memory_order_relaxed); }
   // Whether a tracked object may start at `off` bytes into the only space.
   bool tracked_start(const std::uint64_t* starts, Address off) const noexcept {
@@ -531,8 +531,9 @@ class Profiler {
   // for the hooks with a trace and no hook checks (move_traced, free_traced).
   std::atomic<const std::uint64_t*> short_hook_starts_{nullptr};
   std::atomic<const std::uint64_t*> traced_hook_starts_{nullptr};
-  // The tracker's move cards (StaleTracker::hook_cards) with plain collector hooks, else null;
-  // short_hook_cards_: the same from gc_begin to gc_end in GCs that may card moves.
+  // The tracker's move cards (StaleTracker::hook_cards) for the hooks' short paths (plain or
+  // traced), else null; short_hook_cards_: the same from gc_begin to gc_end in GCs that may
+  // card moves.
   std::uint32_t* tracked_cards_ = nullptr;
   std::atomic<std::uint32_t*> short_hook_cards_{nullptr};
   const std::uint64_t* traced_starts_ = nullptr;

@@ -148,16 +148,17 @@ TEST_CASE("collector hooks: the inline short paths find the same deaths and move
   }
 }
 
-// A parallel copying GC with the plain hooks: each collector thread writes the moves of the
-// tracked objects it copies into the stale tracker's move cards itself (on_move's short path),
-// except a thread's first move (the long path, logged) and moves the cards cannot take: two
-// tracked objects starting in one 256-byte card (small objects that a resize made tracked), which
-// are logged, and then gc_end turns every card back into a log and takes the index of the moves.
-// Either way each survivor must be found at its new place, and the evacuated half, freed as
-// one range after the moves, must spare what moved.
+// A parallel copying GC with the hooks' short paths (with and without a trace): each collector
+// thread writes the moves of the tracked objects it copies into the stale tracker's move cards
+// itself, except moves the cards cannot take (and, without a trace, a thread's first move,
+// which takes the long path and is logged): two tracked objects starting in one 256-byte card
+// (small objects that a resize made tracked) are logged, and then gc_end turns every card back
+// into a log and takes the index of the moves. Either way each survivor must be found at its
+// new place, and the evacuated half, freed as one range after the moves, must spare what moved.
 TEST_CASE("collector hooks: moves carded by several collector threads land where they moved", "[core][profiler][threads]") {
   const bool shared_cards = GENERATE(false, true);
-  INFO("two tracked objects in one card " << shared_cards);
+  const bool traced = GENERATE(false, true);  // the short paths with a trace card moves too
+  INFO("two tracked objects in one card " << shared_cards << ", trace " << traced);
   constexpr std::uint64_t kHalf = 128 * 1024, kSize = 256, kThreads = 4;
   test::FakeHeap heap(2 * kHalf);
   std::vector<LeakReport> got;
@@ -166,6 +167,7 @@ TEST_CASE("collector hooks: moves carded by several collector threads land where
   o.stale_after_bytes = 0;
   o.min_tracked_size = kSize;
   o.check_hooks = false;  // the short paths
+  if (traced) o.trace_sink = std::make_unique<MemorySink>();
   o.default_leak_printer = false;
   o.on_leak = [&](const LeakReport& r) { got.push_back(r); };
   auto prof = std::move(*Profiler::create(std::move(o)));
