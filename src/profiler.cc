@@ -1021,16 +1021,16 @@ void Profiler::on_free_batch(std::span<const Address> addrs) {
   }
 }
 
-// on_free_range's short path only (the only space, the range inside it, its start bits
-// tracked_starts_): the range's granule starts, whole words at a time, straight from the bits.
+// on_free_range's short paths only (the only space, the range inside it, its start bits
+// `starts`): the range's granule starts, whole words at a time, straight from the bits.
 // A lazy sweep reports a range per step and more: the generic filter (may_hold_range, which
 // looks for the space first) cost scimark's lazy sweep ~65 instructions a range more.
-void Profiler::log_free_range(internal::CollectorCounts& counts, Address addr, std::uint64_t bytes) {
+void Profiler::log_free_range(internal::CollectorCounts& counts, const std::uint64_t* starts, Address addr,
+                              std::uint64_t bytes) {
   const Address off = addr - space_begin_;
   const std::uint64_t g0 = (off + granule_mask_) >> space_log2_granule_;  // the granules starting inside
   const std::uint64_t g1 = (off + bytes + granule_mask_) >> space_log2_granule_;
   if (g0 >= g1) return;
-  const std::uint64_t* const starts = tracked_starts_;
   const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
   const std::uint64_t head = ~std::uint64_t{0} << (g0 & 63), tail = ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
   if (first == last) {
@@ -1044,6 +1044,18 @@ void Profiler::log_free_range(internal::CollectorCounts& counts, Address addr, s
 }
 
 void Profiler::free_range_in_full(Address addr, std::uint64_t bytes) {
+  // With a trace (and no hook checks, one space), inside the bracket: the record, the count and
+  // the log entry, as free_traced does for a single free.
+  if (const std::uint64_t* starts = traced_hook_starts_.load(std::memory_order_relaxed)) [[likely]] {
+    const Address off = addr - space_begin_;
+    if (off < space_bytes_ && bytes != 0 && bytes <= space_bytes_ - off) [[likely]] {
+      internal::CollectorLocal& local = collector_local(*state_);
+      collector_buffer(*state_, local)->free_range(addr, bytes);
+      ++local.free_ranges_seen;
+      if (!untracked_range(starts, off, bytes)) log_free_range(local, starts, addr, bytes);
+      return;
+    }
+  }
   if (!in_gc_.load(std::memory_order_relaxed)) [[unlikely]] {
     protocol_error("on_free_range", addr,
                    fmt::format("{} bytes freed outside gc_begin/gc_end; the event is dropped", bytes));

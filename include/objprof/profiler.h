@@ -392,7 +392,7 @@ class Profiler {
       if (off < space_bytes_ && bytes != 0 && bytes <= space_bytes_ - off) [[likely]] {
         internal::CollectorCounts& counts = collector_counts();
         ++counts.free_ranges_seen;
-        if (!untracked_range(starts, off, bytes)) log_free_range(counts, addr, bytes);
+        if (!untracked_range(starts, off, bytes)) log_free_range(counts, starts, addr, bytes);
         return;
       }
     }
@@ -441,7 +441,8 @@ class Profiler {
   // the moves of untracked objects, most of a copying collector's, keeps no registers to save.
   void move_tracked(internal::CollectorCounts& counts, Address from, Address to);
   void log_free(internal::CollectorCounts& counts, Address addr);
-  void log_free_range(internal::CollectorCounts& counts, Address addr, std::uint64_t bytes);
+  // `starts`: the only space's start bits (short_hook_starts or traced_hook_starts).
+  void log_free_range(internal::CollectorCounts& counts, const std::uint64_t* starts, Address addr, std::uint64_t bytes);
   // With a trace (and no hook checks, one space), inside the bracket: the trace record, the
   // count and the log entry, without the checks repeated; everything else goes on to the
   // *_in_full paths.
