@@ -317,7 +317,7 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const BitmapSnapshot* co
   bool any = !young_.empty();
   for (const auto& t : tables_) any |= !t.empty();
   if (!any) {  // nothing tracked: the GC's events concern no record
-    if (hook_carded != 0) cards_to_logs(0, moves);  // the cards start the next GC empty
+    if (hook_carded != 0) clear_cards(0);  // moves of no record: the cards start the next GC empty
     return res;
   }
   // Space s has records to visit: its table's, or (the only space) young ones.
@@ -328,7 +328,7 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const BitmapSnapshot* co
   const bool fast = (moves.empty() || spaces_.size() == 1) && ranges.empty() && !conflicts_pending_ && exact_starts_ && bits_mapped;
   // The hooks carded moves (only the only space has cards for them) that only the fast path reads.
   if (hook_carded != 0 && !fast) {
-    cards_to_logs(0, moves);
+    cards_to_logs(0, moves, hook_carded);
     hook_carded = 0;
   }
   if (fast) {
@@ -786,23 +786,39 @@ void StaleTracker::uncard_moves(std::size_t s, std::span<const MoveLog> moves) {
   }
 }
 
-void StaleTracker::cards_to_logs(std::size_t s, std::vector<MoveLog>& moves) {
+void StaleTracker::cards_to_logs(std::size_t s, std::vector<MoveLog>& moves, std::uint64_t carded) {
   std::uint32_t* const cards = move_cards_[s].data();
-  if (cards == nullptr) return;
+  if (cards == nullptr || carded == 0) return;
   const HeapSpace& space = spaces_[s];
   const std::uint64_t* const starts = starts_[s].words();
   const unsigned shift = move_card_shift(s);  // 5: cards exist for 8-byte granules only
-  const std::uint64_t count = (space.granule_count() >> shift) + 1;
-  for (std::uint64_t c = 0; c < count; ++c) {
-    if (cards[c] == 0) continue;
-    // The card's one start (card_moves_with and the hooks card no other kind).
-    const std::uint64_t g0 = c << shift;
+  std::uint64_t found = 0;
+  // A carded move's source is the one start in its card, a record's: the records find them, at
+  // the cost of the records rather than of the card table (1/64 of a space that may be reserved
+  // many GiB large).
+  auto take = [&](const TrackedRecord& r) {
+    std::uint32_t& e = cards[r.granule >> shift];
+    if (e == 0) return;
+    const std::uint64_t g0 = std::uint64_t{r.granule} >> shift << shift;
     const std::uint64_t in_card = (starts[g0 >> 6] >> (g0 & 63)) & ((std::uint64_t{1} << (std::uint64_t{1} << shift)) - 1);
-    if (in_card != 0)
-      moves.push_back({space.address_of(g0 + static_cast<std::uint64_t>(std::countr_zero(in_card))),
-                       space.address_of(cards[c] - 1)});
-    cards[c] = 0;
-  }
+    if (in_card != std::uint64_t{1} << (r.granule - g0)) return;
+    moves.push_back({space.address_of(r.granule), space.address_of(e - 1)});
+    e = 0;
+    ++found;
+  };
+  for (const TrackedRecord& r : tables_[s]) take(r);
+  if (s == 0)
+    for (const auto& y : young_)
+      for (const TrackedRecord& r : y) take(r);
+  if (found != carded) clear_cards(s);  // a carded move of no record: a protocol violation
+}
+
+void StaleTracker::clear_cards(std::size_t s) {
+  std::uint32_t* const cards = move_cards_[s].data();
+  if (cards == nullptr) return;
+  const std::uint64_t count = (spaces_[s].granule_count() >> move_card_shift(s)) + 1;
+  for (std::uint64_t c = 0; c < count; ++c)
+    if (cards[c] != 0) cards[c] = 0;  // reads leave the table's untouched pages unmapped
 }
 
 unsigned StaleTracker::move_card_shift(std::size_t s) const noexcept {
@@ -842,16 +858,12 @@ std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bit
     else dead = pass(HookCardMoves<8 - 3>{{move_cards_[s].data()}});
     if (static_cast<std::uint64_t>(out.to - moved_to_.data() + (out.left - left_granules_.data())) !=
         static_cast<std::uint64_t>(carded) + hook_carded) {
-      if (hook_carded == 0) {
-        uncard_moves(s, moves);
-      } else {
-        std::vector<MoveLog> stray;
-        cards_to_logs(s, stray);
-      }
+      if (hook_carded == 0) uncard_moves(s, moves);
+      else clear_cards(s);
     }
   } else {
     // The hooks' cards join the logs (card_moves took its own back), and the index decides.
-    if (hook_carded != 0) cards_to_logs(s, moves);
+    cards_to_logs(s, moves, hook_carded);
     index_moves(s, moves, any_freed);
     dead = pass([this, s, all = std::span<const MoveLog>(moves), &space](std::uint32_t g) -> std::int64_t {
       const std::int64_t i = find_move(s, g);

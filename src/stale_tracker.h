@@ -353,10 +353,13 @@ class StaleTracker {
   // then). uncard_moves clears them all.
   std::int64_t card_moves(std::size_t s, std::span<const MoveLog> moves, bool spare);
   void uncard_moves(std::size_t s, std::span<const MoveLog> moves);
-  // Appends every carded move of space s to `moves` (the source: the one start in its card) and
-  // clears the cards: a scan of the whole card table, for a GC whose hooks carded moves that the
-  // cards cannot serve after all (the index decides then) or that left entries behind.
-  void cards_to_logs(std::size_t s, std::vector<MoveLog>& moves);
+  // Appends the `carded` moves the hooks carded in space s to `moves` and clears their cards, for
+  // a GC whose cards cannot serve after all (the index of the moves decides then): each source
+  // is the one start in its card, a record's, so the records find them.
+  void cards_to_logs(std::size_t s, std::vector<MoveLog>& moves, std::uint64_t carded);
+  // Clears every card of space s: a scan of the card table, for cards a move of no record left
+  // (a protocol violation).
+  void clear_cards(std::size_t s);
   unsigned move_card_shift(std::size_t s) const noexcept;  // granule -> card of space s
   // The same pass for a GC without moves (mark-sweep), after retire_starts: a compaction of the
   // table that drops each record whose start bit is clear (when `any_freed`).
