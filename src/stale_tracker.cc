@@ -88,19 +88,6 @@ void StaleTracker::set_spaces(std::vector<HeapSpace> spaces) {
   alloc_conflict_.store(false, std::memory_order_relaxed);
 }
 
-// Calls fn(word index, mask of the granules of [g0, g1) in that word) for each word the span
-// touches, in order, until fn returns true; returns whether one did. g0 < g1.
-template <class Fn>
-bool StaleTracker::GranuleBits::each_word(std::uint64_t g0, std::uint64_t g1, Fn&& fn) {
-  const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
-  const std::uint64_t head = ~std::uint64_t{0} << (g0 & 63), tail = ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
-  if (first == last) return fn(first, head & tail);
-  if (fn(first, head)) return true;
-  for (std::uint64_t i = first + 1; i < last; ++i)
-    if (fn(i, ~std::uint64_t{0})) return true;
-  return fn(last, tail);
-}
-
 void StaleTracker::GranuleBits::set_span(std::uint64_t g0, std::uint64_t g1) noexcept {
   const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
   const std::uint64_t head = ~std::uint64_t{0} << (g0 & 63), tail = ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
@@ -127,10 +114,6 @@ void StaleTracker::GranuleBits::clear_exact(std::uint64_t g0, std::uint64_t g1) 
 
 void StaleTracker::GranuleBits::clear_span(std::uint64_t g0, std::uint64_t g1) noexcept {
   std::fill(table_.data() + (g0 >> 6), table_.data() + ((g1 - 1) >> 6) + 1, std::uint64_t{0});
-}
-
-bool StaleTracker::GranuleBits::any_in(std::uint64_t g0, std::uint64_t g1) const noexcept {
-  return g0 < g1 && each_word(g0, g1, [&](std::uint64_t w, std::uint64_t m) { return (table_.data()[w] & m) != 0; });
 }
 
 void StaleTracker::claim_from(std::size_t s, std::size_t first) noexcept {
@@ -734,32 +717,28 @@ std::uint64_t StaleTracker::sweep_unmoved(std::size_t s, const BitmapSnapshot* b
 
 namespace {
 
-// card_moves with the space's granule (2^kLg bytes) known at compile time, so that every shift
-// is an immediate: the number of moves carded, or -1 (and nothing left in the cards).
-template <unsigned kLg>
-std::int64_t card_moves_with(std::uint32_t* cards, const std::uint64_t* starts, std::uint64_t* freed, Address begin,
-                             std::uint64_t size, std::span<const MoveLog> moves) {
-  constexpr unsigned kShift = 8 - kLg;  // granule -> 256-byte card
-  constexpr std::uint64_t kCardBits = (std::uint64_t{1} << (std::uint64_t{1} << kShift)) - 1;
-  constexpr std::uint64_t kMask = (std::uint64_t{1} << kLg) - 1;
+// card_moves for a space of 8-byte granules (the only kind with cards): the number of moves
+// carded, or -1 (and nothing left in the cards).
+std::int64_t card_moves_8(std::uint32_t* cards, const std::uint64_t* starts, std::uint64_t* freed, Address begin,
+                          std::uint64_t size, std::span<const MoveLog> moves) {
+  constexpr unsigned kShift = StaleTracker::kMoveCardLog2 - 3;  // granule -> card
   std::int64_t carded = 0;
   for (const MoveLog& m : moves) {
     const Address off = m.from - begin, to = m.to - begin;
-    if (off >= size || (off & kMask) != 0) continue;  // no record starts there
-    const std::uint64_t g = off >> kLg;
-    const std::uint64_t bit = std::uint64_t{1} << (g & 63);
+    if (off >= size || (off & 7) != 0) continue;  // no record starts there
+    const std::uint64_t g = off >> 3;
     std::uint32_t& e = cards[g >> kShift];
     // A second source in the card (or the same object moved twice), another record starting in
     // the card, or a destination outside the space: the index decides.
-    if (e != 0 || (starts[g >> 6] & (kCardBits << ((g >> kShift << kShift) & 63))) != bit || to >= size) {
+    if (e != 0 || !StaleTracker::sole_start_in_card(starts, g) || to >= size) {
       for (const MoveLog& u : moves.first(static_cast<std::size_t>(&m - moves.data()))) {
         const Address uo = u.from - begin;
-        if (uo < size && (uo & kMask) == 0) cards[(uo >> kLg) >> kShift] = 0;
+        if (uo < size && (uo & 7) == 0) cards[(uo >> 3) >> kShift] = 0;
       }
       return -1;
     }
-    e = static_cast<std::uint32_t>((to >> kLg) + 1);
-    if (freed) freed[g >> 6] &= ~bit;  // spare_moved: a free range spares what moved
+    e = static_cast<std::uint32_t>((to >> 3) + 1);
+    if (freed) freed[g >> 6] &= ~(std::uint64_t{1} << (g & 63));  // spare_moved: a free range spares what moved
     ++carded;
   }
   return carded;
@@ -772,8 +751,8 @@ std::int64_t StaleTracker::card_moves(std::size_t s, std::span<const MoveLog> mo
   if (spaces_[s].log2_alignment() != 3 ||
       !move_cards_[s].ensure(static_cast<std::size_t>((spaces_[s].granule_count() >> move_card_shift(s)) + 1)))
     return -1;
-  return card_moves_with<3>(move_cards_[s].data(), starts_[s].words(), spare ? freed_[s].words() : nullptr,
-                            spaces_[s].begin(), spaces_[s].size(), moves);
+  return card_moves_8(move_cards_[s].data(), starts_[s].words(), spare ? freed_[s].words() : nullptr, spaces_[s].begin(),
+                      spaces_[s].size(), moves);
 }
 
 void StaleTracker::uncard_moves(std::size_t s, std::span<const MoveLog> moves) {
@@ -799,9 +778,7 @@ void StaleTracker::cards_to_logs(std::size_t s, std::vector<MoveLog>& moves, std
   auto take = [&](const TrackedRecord& r) {
     std::uint32_t& e = cards[r.granule >> shift];
     if (e == 0) return;
-    const std::uint64_t g0 = std::uint64_t{r.granule} >> shift << shift;
-    const std::uint64_t in_card = (starts[g0 >> 6] >> (g0 & 63)) & ((std::uint64_t{1} << (std::uint64_t{1} << shift)) - 1);
-    if (in_card != std::uint64_t{1} << (r.granule - g0)) return;
+    if (!sole_start_in_card(starts, r.granule)) return;
     moves.push_back({space.address_of(r.granule), space.address_of(e - 1)});
     e = 0;
     ++found;

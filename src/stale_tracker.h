@@ -171,15 +171,31 @@ class StaleTracker {
   // objects write different entries. ~40 instructions less per tracked move than a log carded
   // at gc_end (listleak-semispace, docs/results.md).
   static bool card_move(std::uint32_t* cards, const std::uint64_t* starts, std::uint64_t off, std::uint64_t to_off) noexcept {
-    static_assert(kMoveCardLog2 == 8 && std::endian::native == std::endian::little,
-                  "a card's 32 granules are one 32-bit half of a start-bit word");
-    const std::uint64_t card = off >> kMoveCardLog2;
-    std::uint32_t& e = cards[card];
-    std::uint32_t in_card;  // the card's start bits
-    std::memcpy(&in_card, reinterpret_cast<const unsigned char*>(starts) + card * 4, 4);
-    if (e != 0 || in_card != std::uint32_t{1} << ((off >> 3) & 31)) return false;
+    std::uint32_t& e = cards[off >> kMoveCardLog2];
+    if (e != 0 || !sole_start_in_card(starts, off >> 3)) return false;
     e = static_cast<std::uint32_t>(to_off >> 3) + 1;
     return true;
+  }
+  // Whether granule g (of 8 bytes) is the only start set in its 256-byte move card: the one
+  // test that lets a card stand for a move, by the hooks (card_move), at gc_end (card_moves)
+  // and back (cards_to_logs, which finds the source again as the card's one start). A card's 32
+  // granules are one 32-bit half of a start-bit word, read at once.
+  static bool sole_start_in_card(const std::uint64_t* starts, std::uint64_t g) noexcept {
+    static_assert(kMoveCardLog2 == 8 && std::endian::native == std::endian::little,
+                  "a card's 32 granules are one 32-bit half of a start-bit word");
+    std::uint32_t in_card;
+    std::memcpy(&in_card, reinterpret_cast<const unsigned char*>(starts) + (g >> 5) * 4, 4);
+    return in_card == std::uint32_t{1} << (g & 31);
+  }
+  // Whether any bit of granules [g0, g1) is set in `words` (one bit per granule, as the start
+  // bits), whole words at a time; g0 < g1.
+  static bool any_bit_in(const std::uint64_t* words, std::uint64_t g0, std::uint64_t g1) noexcept {
+    const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
+    const std::uint64_t head = ~std::uint64_t{0} << (g0 & 63), tail = ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
+    if (first == last) return (words[first] & head & tail) != 0;
+    bool any = (words[first] & head) != 0 || (words[last] & tail) != 0;
+    for (std::uint64_t w = first + 1; !any && w < last; ++w) any = words[w] != 0;
+    return any;
   }
   // Whether the hooks may card this GC's moves (asked at gc_begin): no start claimed twice is
   // waiting to be resolved, which takes the record index and would turn every card back into a
@@ -312,10 +328,8 @@ class StaleTracker {
     void set_span(std::uint64_t g0, std::uint64_t g1) noexcept;  // [g0, g1), g0 < g1
     void clear_span(std::uint64_t g0, std::uint64_t g1) noexcept;  // whole words: only for scratch bits
     void clear_exact(std::uint64_t g0, std::uint64_t g1) noexcept;  // [g0, g1), g0 < g1
-    bool any_in(std::uint64_t g0, std::uint64_t g1) const noexcept;
+    bool any_in(std::uint64_t g0, std::uint64_t g1) const noexcept { return g0 < g1 && any_bit_in(table_.data(), g0, g1); }
     std::uint64_t* words() noexcept { return table_.data(); }
-    template <class Fn>
-    static bool each_word(std::uint64_t g0, std::uint64_t g1, Fn&& fn);
 
    private:
     SideTable<std::uint64_t> table_;

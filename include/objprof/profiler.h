@@ -240,6 +240,10 @@ struct CollectorThreadCache {
   CollectorCounts* counts = nullptr;
 };
 extern constinit thread_local CollectorThreadCache collector_cache;
+// Whether the calling thread's cache holds profiler `instance`'s counts: the one check behind
+// every collector hook's counts (Profiler::collector_counts and its out-of-line paths). A bool,
+// not the pointer: a hook then branches on the compare alone (counts is never null with it).
+inline bool cache_holds(std::uint64_t instance) noexcept { return collector_cache.instance == instance; }
 }  // namespace internal
 
 class Profiler {
@@ -342,7 +346,7 @@ class Profiler {
       const Address off = from - space_begin_;
       if (counts != nullptr && off < space_bytes_ && to - space_begin_ < space_bytes_) [[likely]] {
         ++counts->moves_seen;
-        if (tracked_start(starts, off)) move_tracked(*counts, from, to);
+        if (tracked_start(starts, off)) move_tracked(*counts, starts, from, to);
         return;
       }
     }
@@ -439,7 +443,10 @@ class Profiler {
   // on_move's short path for a tracked object: its move goes into the tracker's cards where it
   // can (StaleTracker::card_move), else into the log. Out of line, so that the inline path of
   // the moves of untracked objects, most of a copying collector's, keeps no registers to save.
-  void move_tracked(internal::CollectorCounts& counts, Address from, Address to);
+  // `starts`: the only space's start bits, as for log_free_range. card_or_log_move is its body,
+  // inlined into move_traced too.
+  void move_tracked(internal::CollectorCounts& counts, const std::uint64_t* starts, Address from, Address to);
+  void card_or_log_move(internal::CollectorCounts& counts, const std::uint64_t* starts, Address from, Address to);
   void log_free(internal::CollectorCounts& counts, Address addr);
   // `starts`: the only space's start bits (short_hook_starts or traced_hook_starts).
   void log_free_range(internal::CollectorCounts& counts, const std::uint64_t* starts, Address addr, std::uint64_t bytes);
@@ -496,15 +503,13 @@ class Profiler {
     return (starts[g0 >> 6] & mask) == 0;
   }
   internal::CollectorCounts& collector_counts() noexcept {
-    internal::CollectorThreadCache& c = internal::collector_cache;
-    if (c.instance != instance_) [[unlikely]] return collector_counts_slow();
-    return *c.counts;
+    if (!internal::cache_holds(instance_)) [[unlikely]] return collector_counts_slow();
+    return *internal::collector_cache.counts;
   }
   internal::CollectorCounts& collector_counts_slow();
   // The calling thread's counts if its cache holds this profiler's, else null.
   internal::CollectorCounts* cached_collector_counts() noexcept {
-    const internal::CollectorThreadCache& c = internal::collector_cache;
-    return c.instance == instance_ ? c.counts : nullptr;
+    return internal::cache_holds(instance_) ? internal::collector_cache.counts : nullptr;
   }
   void protocol_error(std::string_view hook, Address addr, std::string what);
 

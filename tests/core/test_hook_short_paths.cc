@@ -54,28 +54,44 @@ struct CollectorRecords final : trace::Visitor {
   void gc_end(const trace::GcEvent& g) override { out.push_back("gc-end " + std::to_string(g.epoch)); }
 };
 
-// traced: the trace goes to memory (with hook checks off, the hooks' traced short paths).
-Outcome run(bool checks, bool traced = false) {
-  test::FakeHeap heap(kSpace);
-  std::vector<LeakReport> got;
+// A profiler over `heap` as both tests use it: an object leaks after two idle epochs whatever
+// its size, objects from `min_size` bytes are tracked, reports go to `got`; type 1 and site 1,
+// one mutator thread. checks: the hook checks (off: the short paths); traced: the trace goes to
+// memory (`sink`).
+struct Setup {
+  std::unique_ptr<Profiler> prof;
+  ThreadState* thread = nullptr;
+  MemorySink* sink = nullptr;
+};
+Setup make_profiler(test::FakeHeap& heap, std::uint64_t min_size, bool checks, bool traced, std::vector<LeakReport>& got) {
+  Setup s;
   ProfilerOptions o;
   o.check_hooks = checks;
-  MemorySink* sink = nullptr;
   if (traced) {
     auto owned = std::make_unique<MemorySink>();
-    sink = owned.get();
+    s.sink = owned.get();
     o.trace_sink = std::move(owned);
   }
   o.stale_after_epochs = 2;
   o.stale_after_bytes = 0;
-  o.min_tracked_size = kObject;
+  o.min_tracked_size = min_size;
   o.default_leak_printer = false;
-  o.on_leak = [&](const LeakReport& r) { got.push_back(r); };
-  auto prof = std::move(*Profiler::create(std::move(o)));
-  REQUIRE(prof->add_space(heap.space()).ok());
-  REQUIRE(prof->define_type({1, "Obj", 0, false}).ok());
-  REQUIRE(prof->define_site({1, 0, "edges", 0}).ok());
-  ThreadState& thread = **prof->attach_thread(1, "mutator");
+  o.on_leak = [&got](const LeakReport& r) { got.push_back(r); };
+  s.prof = std::move(*Profiler::create(std::move(o)));
+  REQUIRE(s.prof->add_space(heap.space()).ok());
+  REQUIRE(s.prof->define_type({1, "Obj", 0, false}).ok());
+  REQUIRE(s.prof->define_site({1, 0, "hooks", 0}).ok());
+  s.thread = *s.prof->attach_thread(1, "mutator");
+  return s;
+}
+
+Outcome run(bool checks, bool traced = false) {
+  test::FakeHeap heap(kSpace);
+  std::vector<LeakReport> got;
+  Setup setup = make_profiler(heap, kObject, checks, traced, got);
+  Profiler* const prof = setup.prof.get();
+  MemorySink* const sink = setup.sink;
+  ThreadState& thread = *setup.thread;
   auto at = [&](std::uint64_t i) { return heap.at(i * kObject); };
   // Slots 3 and 9 stay free memory; 60 and 61 are where objects move to.
   for (std::uint64_t i = 0; i < kObjects; ++i)
@@ -162,19 +178,9 @@ TEST_CASE("collector hooks: moves carded by several collector threads land where
   constexpr std::uint64_t kHalf = 128 * 1024, kSize = 256, kThreads = 4;
   test::FakeHeap heap(2 * kHalf);
   std::vector<LeakReport> got;
-  ProfilerOptions o;
-  o.stale_after_epochs = 2;
-  o.stale_after_bytes = 0;
-  o.min_tracked_size = kSize;
-  o.check_hooks = false;  // the short paths
-  if (traced) o.trace_sink = std::make_unique<MemorySink>();
-  o.default_leak_printer = false;
-  o.on_leak = [&](const LeakReport& r) { got.push_back(r); };
-  auto prof = std::move(*Profiler::create(std::move(o)));
-  REQUIRE(prof->add_space(heap.space()).ok());
-  REQUIRE(prof->define_type({1, "Obj", 0, false}).ok());
-  REQUIRE(prof->define_site({1, 0, "parallel", 0}).ok());
-  ThreadState& thread = **prof->attach_thread(1, "mutator");
+  Setup setup = make_profiler(heap, kSize, /*checks=*/false, traced, got);  // the short paths
+  Profiler* const prof = setup.prof.get();
+  ThreadState& thread = *setup.thread;
   struct Object {
     Address from, to = 0;
     std::uint64_t size;
