@@ -946,6 +946,31 @@ void Profiler::move_in_full(Address from, Address to) {
 }
 
 void Profiler::on_move_range(Address from, Address to, std::uint64_t bytes) {
+  // The short paths (no hook checks, one space, inside the bracket; with or without a trace):
+  // the trace record, the count, and the tracked objects of the range carded one by one where
+  // the cards can take them, else the range logged. A copying collector that reports its runs
+  // of adjacent survivors as ranges then keeps the tracker's one pass (a logged range takes
+  // the index of the records) and pays nothing per untracked object.
+  const std::uint64_t* starts = short_hook_starts();
+  const bool traced = starts == nullptr;
+  if (traced) starts = traced_hook_starts_.load(std::memory_order_relaxed);
+  if (starts != nullptr && bytes != 0 && in_the_space(from, bytes) && in_the_space(to, bytes) &&
+      ((from | to) & granule_mask_) == 0) [[likely]] {
+    internal::CollectorLocal& local = collector_local(*state_);
+    if (traced) collector_buffer(*state_, local)->move_range(from, to, bytes);
+    ++local.moves_seen;
+    const Address off = from - space_begin_;
+    const std::uint64_t g0 = off >> space_log2_granule_, g1 = (off + bytes + granule_mask_) >> space_log2_granule_;
+    if (!internal::StaleTracker::any_bit_in(starts, g0, g1)) return;  // no tracked object moves
+    if (std::uint32_t* cards = short_hook_cards(); cards != nullptr) {
+      if (const std::int64_t n = internal::StaleTracker::card_range(cards, starts, off, bytes, to - from); n >= 0) {
+        local.moves_carded += static_cast<std::uint64_t>(n);
+        return;
+      }
+    }
+    local.ranges.push_back({from, to, bytes});
+    return;
+  }
   if (!in_gc_.load(std::memory_order_relaxed)) [[unlikely]] {
     protocol_error("on_move_range", from,
                    fmt::format("{} bytes moved to {:#x} outside gc_begin/gc_end; the event is dropped", bytes, to));

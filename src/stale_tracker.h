@@ -176,6 +176,12 @@ class StaleTracker {
     e = static_cast<std::uint32_t>(to_off >> 3) + 1;
     return true;
   }
+  // A collector hook's range move (on_move_range) of [off, off + bytes) of the only space
+  // (8-byte granules) by `delta` bytes (to - from, modulo 2^64; the destination inside the
+  // space): cards every tracked object that starts in it as card_move does, and returns how
+  // many; -1, with none of them left carded, if one cannot be (the range is logged then).
+  static std::int64_t card_range(std::uint32_t* cards, const std::uint64_t* starts, std::uint64_t off, std::uint64_t bytes,
+                                 std::uint64_t delta) noexcept;
   // Whether granule g (of 8 bytes) is the only start set in its 256-byte move card: the one
   // test that lets a card stand for a move, by the hooks (card_move), at gc_end (card_moves)
   // and back (cards_to_logs, which finds the source again as the card's one start). A card's 32

@@ -93,9 +93,9 @@ Outcome run(bool checks, bool traced = false) {
   MemorySink* const sink = setup.sink;
   ThreadState& thread = *setup.thread;
   auto at = [&](std::uint64_t i) { return heap.at(i * kObject); };
-  // Slots 3 and 9 stay free memory; 60 and 61 are where objects move to.
+  // Slots 3 and 9 stay free memory; 56 to 63 are where objects move to.
   for (std::uint64_t i = 0; i < kObjects; ++i)
-    if (i != 3 && i != 9 && i != 60 && i != 61) prof->on_alloc(thread, 1, 1, at(i), i % 2 == 0 ? kObject : kObject - 8);
+    if (i != 3 && i != 9 && (i < 56 || i > 63)) prof->on_alloc(thread, 1, 1, at(i), i % 2 == 0 ? kObject : kObject - 8);
   REQUIRE(prof->gc_begin(GcKind::kFull).ok());
   REQUIRE(prof->gc_end().ok());  // epoch 0 ends: the even objects are tracked
 
@@ -115,6 +115,9 @@ Outcome run(bool checks, bool traced = false) {
   prof->on_move(at(40), at(60));                         // tracked
   prof->on_move(at(41), at(61));                         // untracked
   prof->on_free_range(at(40), 2 * kObject);              // spares what the GC moves
+  prof->on_move_range(at(44), at(56), 4 * kObject);      // 44 to 47 (two words; 44 and 46 tracked)
+  prof->on_move_range(at(49), at(62), kObject - 8);      // an untracked object alone
+  prof->on_free_range(at(44), 4 * kObject);              // spares what the range moved
   prof->on_free_range(at(50), 0);                        // empty: a no-op
   REQUIRE(prof->gc_end().ok());
   for (int gc = 0; gc < 3; ++gc) {
@@ -146,35 +149,41 @@ TEST_CASE("collector hooks: the inline short paths find the same deaths and move
   const Outcome shorter = run(false, traced);
   // With a trace, the short paths write the same records as the checked ones.
   CHECK(checked.records == shorter.records);
-  CHECK(checked.records.size() == (traced ? 2 * 5 + 2 + 2 + 10 : 0u));  // 5 brackets, 2 moves, 2 frees, 10 ranges
-  // Every tracked (even) object leaks but those that died; object 40 at its new place, 60.
+  // 5 brackets, 2 moves, 2 move ranges, 2 frees, 11 free ranges.
+  CHECK(checked.records.size() == (traced ? 2 * 5 + 2 + 2 + 2 + 11 : 0u));
+  // Every tracked (even) object leaks but those that died; object 40 at its new place, 60, and
+  // 44 and 46 at theirs, 56 and 58 (62 holds the untracked object 49).
   std::vector<std::uint64_t> want;
   for (std::uint64_t i = 0; i < kObjects; i += 2) {
     const bool died = i == 2 || i == 4 || i == 8 || i == 12 || (i >= 16 && i < 24) || i == 30 ||
                       i == kObjects - 4 || i == kObjects - 2;
-    if (!died && i != 40) want.push_back(i);
+    const bool moved_away = i == 40 || i == 44 || i == 46;
+    if (!died && !moved_away && i != 62) want.push_back(i);
   }
   CHECK(checked.reported == want);
   CHECK(shorter.reported == want);
   for (const Outcome* o : {&checked, &shorter}) {
-    CHECK(o->stats.moves == 2u);
+    CHECK(o->stats.moves == 4u);
     CHECK(o->stats.frees == 2u);
-    CHECK(o->stats.free_ranges == 10u);  // the empty one is no event
+    CHECK(o->stats.free_ranges == 11u);  // the empty one is no event
     CHECK(o->stats.tracked_live == want.size());
   }
 }
 
-// A parallel copying GC with the hooks' short paths (with and without a trace): each collector
-// thread writes the moves of the tracked objects it copies into the stale tracker's move cards
-// itself, except moves the cards cannot take (and, without a trace, a thread's first move,
-// which takes the long path and is logged): two tracked objects starting in one 256-byte card
-// (small objects that a resize made tracked) are logged, and then gc_end turns every card back
-// into a log and takes the index of the moves. Either way each survivor must be found at its
+// A parallel copying GC with the hooks' short paths (with and without a trace, object by object
+// or in runs): each collector thread writes the moves of the tracked objects it copies into the
+// stale tracker's move cards itself, except moves the cards cannot take (and, without a trace,
+// a thread's first move, which takes the long path and is logged): two tracked objects
+// starting in one 256-byte card (small objects that a resize made tracked) are logged, and
+// then gc_end turns every card back into a log and takes the index of the moves. Either way each survivor must be found at its
 // new place, and the evacuated half, freed as one range after the moves, must spare what moved.
 TEST_CASE("collector hooks: moves carded by several collector threads land where they moved", "[core][profiler][threads]") {
   const bool shared_cards = GENERATE(false, true);
   const bool traced = GENERATE(false, true);  // the short paths with a trace card moves too
-  INFO("two tracked objects in one card " << shared_cards << ", trace " << traced);
+  // Runs of survivors adjacent before and after the copy as one on_move_range each: its tracked
+  // objects are carded one by one, or (a card shared by two of them) the range is logged.
+  const bool ranges = GENERATE(false, true);
+  INFO("two tracked objects in one card " << shared_cards << ", trace " << traced << ", ranges " << ranges);
   constexpr std::uint64_t kHalf = 128 * 1024, kSize = 256, kThreads = 4;
   test::FakeHeap heap(2 * kHalf);
   std::vector<LeakReport> got;
@@ -205,20 +214,38 @@ TEST_CASE("collector hooks: moves carded by several collector threads land where
     if (ob.accessed) access<>(thread, prof->bitmap(0), ob.from);
   // Epoch 1 ends with the copy: the survivors go to the other half in a random order, spread
   // over the collector threads.
-  std::vector<std::size_t> survivors;
+  struct Move {
+    Address from, to;
+    std::uint64_t bytes, objects;
+  };
+  std::vector<Move> moves;
+  std::uint64_t survivors = 0, in_ranges = 0;
   Address to = heap.at(kHalf);
-  for (std::size_t i = 0; i < objects.size(); ++i)
-    if (!objects[i].dies) {
-      objects[i].to = to;
-      to += objects[i].size;
-      survivors.push_back(i);
+  for (Object& ob : objects) {
+    if (ob.dies) continue;
+    ob.to = to;
+    to += ob.size;
+    ++survivors;
+    if (ranges && !moves.empty() && moves.back().from + moves.back().bytes == ob.from) {
+      moves.back().bytes += ob.size;  // adjacent before the copy, and after it
+      ++moves.back().objects;
+    } else {
+      moves.push_back({ob.from, ob.to, ob.size, 1});
     }
-  std::shuffle(survivors.begin(), survivors.end(), rng);
+  }
+  for (const Move& m : moves) in_ranges += m.objects > 1 ? m.objects : 0;
+  if (ranges) CHECK(in_ranges > survivors / 2);  // most survivors move in runs
+  else CHECK(in_ranges == 0);
+  std::shuffle(moves.begin(), moves.end(), rng);
   REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
   std::vector<std::thread> collectors;
   for (std::uint64_t t = 0; t < kThreads; ++t)
     collectors.emplace_back([&, t] {
-      for (std::size_t k = t; k < survivors.size(); k += kThreads) prof->on_move(objects[survivors[k]].from, objects[survivors[k]].to);
+      for (std::size_t k = t; k < moves.size(); k += kThreads) {
+        const Move& m = moves[k];
+        if (m.objects == 1) prof->on_move(m.from, m.to);
+        else prof->on_move_range(m.from, m.to, m.bytes);
+      }
     });
   for (std::thread& c : collectors) c.join();
   prof->on_free_range(heap.at(0), kHalf);  // the evacuated half: everything there that did not move died
@@ -233,8 +260,8 @@ TEST_CASE("collector hooks: moves carded by several collector threads land where
   for (const LeakReport& r : got) reported.push_back(r.addr);
   std::sort(reported.begin(), reported.end());
   CHECK(reported == want);
-  CHECK(prof->stats().tracked_live == survivors.size());
-  CHECK(prof->stats().moves == survivors.size());
+  CHECK(prof->stats().tracked_live == survivors);
+  CHECK(prof->stats().moves == moves.size());
   CHECK(prof->protocol_status().ok());
 }
 
