@@ -226,20 +226,24 @@ TEST_CASE("collector hooks without checks or a trace still refuse misuse", "[cor
     o.trace_sink = nullptr;
   });
   r.prof->on_alloc(*r.thread, 1, 1, r.at(0), 1024);
-  r.prof->on_move(r.at(0), r.at(kSlot));  // outside gc_begin/gc_end
-  REQUIRE(r.errors.size() == 1);
+  r.prof->on_move(r.at(0), r.at(kSlot));               // outside gc_begin/gc_end
+  r.prof->on_move_range(r.at(0), r.at(kSlot), 1024);  // the same
+  REQUIRE(r.errors.size() == 2);
   CHECK(r.errors[0].hook == "on_move");
+  CHECK(r.errors[1].hook == "on_move_range");
   REQUIRE(r.prof->gc_begin(GcKind::kCopying).ok());
   const Address outside = r.heap.space().end() + 64;
   r.prof->on_move(r.at(0), outside);
   r.prof->on_free(outside);
-  r.prof->on_free_range(r.at(kSlot), 8 * kSlot);  // runs past the space's end
-  r.prof->on_free_range(r.at(kSlot), 0);           // a no-op, not an error
+  r.prof->on_move_range(r.at(0), r.at(kSlot), 8 * kSlot);  // its destination runs past the space's end
+  r.prof->on_free_range(r.at(kSlot), 8 * kSlot);           // runs past the space's end
+  r.prof->on_free_range(r.at(kSlot), 0);                    // a no-op, not an error
   REQUIRE(r.prof->gc_end().ok());
-  REQUIRE(r.errors.size() == 4);
-  CHECK(r.errors[1].hook == "on_move");
-  CHECK(r.errors[2].hook == "on_free");
-  CHECK(r.errors[3].hook == "on_free_range");
+  REQUIRE(r.errors.size() == 6);
+  CHECK(r.errors[2].hook == "on_move");
+  CHECK(r.errors[3].hook == "on_free");
+  CHECK(r.errors[4].hook == "on_move_range");
+  CHECK(r.errors[5].hook == "on_free_range");
   CHECK(r.prof->stats().tracked_live == 1);  // nothing applied
   CHECK(r.prof->stats().moves == 0);
 }
