@@ -960,13 +960,15 @@ void Profiler::on_move_range(Address from, Address to, std::uint64_t bytes) {
     if (traced) collector_buffer(*state_, local)->move_range(from, to, bytes);
     ++local.moves_seen;
     const Address off = from - space_begin_;
-    const std::uint64_t g0 = off >> space_log2_granule_, g1 = (off + bytes + granule_mask_) >> space_log2_granule_;
-    if (!internal::StaleTracker::any_bit_in(starts, g0, g1)) return;  // no tracked object moves
     if (std::uint32_t* cards = short_hook_cards(); cards != nullptr) {
+      // Cards every tracked object in the range (none: nothing to do), or -1: logged.
       if (const std::int64_t n = internal::StaleTracker::card_range(cards, starts, off, bytes, to - from); n >= 0) {
         local.moves_carded += static_cast<std::uint64_t>(n);
         return;
       }
+    } else if (!internal::StaleTracker::any_bit_in(starts, off >> space_log2_granule_,
+                                                   (off + bytes + granule_mask_) >> space_log2_granule_)) {
+      return;  // no tracked object moves
     }
     local.ranges.push_back({from, to, bytes});
     return;

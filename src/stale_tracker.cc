@@ -760,34 +760,41 @@ std::int64_t StaleTracker::card_range(std::uint32_t* cards, const std::uint64_t*
   constexpr unsigned kShift = kMoveCardLog2 - 3;  // granule -> card
   const std::uint64_t g0 = (off + 7) >> 3, g1 = (off + bytes + 7) >> 3;  // the granules starting inside
   if (g0 >= g1) return 0;
-  const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
+  // fn(g, the start-bit word holding g) for each start g in [g0, end), in order, while it
+  // returns true; the start it stopped at, or end.
+  auto each_start = [&](std::uint64_t end, auto&& fn) {
+    const std::uint64_t first = g0 >> 6, last = (end - 1) >> 6;
+    for (std::uint64_t w = first; w <= last; ++w) {
+      const std::uint64_t word = starts[w];
+      std::uint64_t bits = word;
+      if (w == first) bits &= ~std::uint64_t{0} << (g0 & 63);
+      if (w == last) bits &= ~std::uint64_t{0} >> (63 - ((end - 1) & 63));
+      for (; bits != 0; bits &= bits - 1) {
+        const std::uint64_t g = (w << 6) | static_cast<unsigned>(std::countr_zero(bits));
+        if (!fn(g, word)) return g;
+      }
+    }
+    return end;
+  };
   const std::uint64_t dg = static_cast<std::uint64_t>(static_cast<std::int64_t>(delta) >> 3);  // delta in granules
   std::int64_t carded = 0;
-  for (std::uint64_t w = first; w <= last; ++w) {
-    const std::uint64_t word = starts[w];
-    std::uint64_t bits = word;
-    if (w == first) bits &= ~std::uint64_t{0} << (g0 & 63);
-    if (w == last) bits &= ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
-    for (; bits != 0; bits &= bits - 1) {
-      const std::uint64_t g = (w << 6) | static_cast<unsigned>(std::countr_zero(bits));
-      std::uint32_t& e = cards[g >> kShift];
-      // sole_start_in_card, from the word already read: the card is its half that holds g.
-      if (e != 0 || static_cast<std::uint32_t>(word >> (g & 32)) != std::uint32_t{1} << (g & 31)) {
-        // The ones before it were carded (their cards were free, and no other thread writes
-        // the card of an object that starts there): they go back to free.
-        for (std::uint64_t v = first; v <= w; ++v) {
-          std::uint64_t undo = starts[v];
-          if (v == first) undo &= ~std::uint64_t{0} << (g0 & 63);
-          if (v == w) undo &= (std::uint64_t{1} << (g & 63)) - 1;
-          for (; undo != 0; undo &= undo - 1) cards[((v << 6) | static_cast<unsigned>(std::countr_zero(undo))) >> kShift] = 0;
-        }
-        return -1;
-      }
-      e = static_cast<std::uint32_t>(g + dg) + 1;
-      ++carded;
-    }
-  }
-  return carded;
+  const std::uint64_t stopped = each_start(g1, [&](std::uint64_t g, std::uint64_t word) {
+    std::uint32_t& e = cards[g >> kShift];
+    // sole_start_in_card, from the word already read: the card is its half that holds g.
+    if (e != 0 || static_cast<std::uint32_t>(word >> (g & 32)) != std::uint32_t{1} << (g & 31)) return false;
+    e = static_cast<std::uint32_t>(g + dg) + 1;
+    ++carded;
+    return true;
+  });
+  if (stopped == g1) return carded;
+  // The starts before it were carded (their cards were free, and no other thread writes the
+  // card of an object that starts there): they go back to free.
+  if (stopped > g0)
+    each_start(stopped, [&](std::uint64_t g, std::uint64_t) {
+      cards[g >> kShift] = 0;
+      return true;
+    });
+  return -1;
 }
 
 void StaleTracker::uncard_moves(std::size_t s, std::span<const MoveLog> moves) {
