@@ -90,7 +90,7 @@ void StaleTracker::set_spaces(std::vector<HeapSpace> spaces) {
 
 void StaleTracker::GranuleBits::set_span(std::uint64_t g0, std::uint64_t g1) noexcept {
   const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
-  const std::uint64_t head = ~std::uint64_t{0} << (g0 & 63), tail = ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
+  const std::uint64_t head = head_mask(g0), tail = tail_mask(g1);
   if (first == last) {
     table_.data()[first] |= head & tail;
     return;
@@ -102,7 +102,7 @@ void StaleTracker::GranuleBits::set_span(std::uint64_t g0, std::uint64_t g1) noe
 
 void StaleTracker::GranuleBits::clear_exact(std::uint64_t g0, std::uint64_t g1) noexcept {
   const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
-  const std::uint64_t head = ~std::uint64_t{0} << (g0 & 63), tail = ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
+  const std::uint64_t head = head_mask(g0), tail = tail_mask(g1);
   if (first == last) {
     table_.data()[first] &= ~(head & tail);
     return;
@@ -767,8 +767,8 @@ std::int64_t StaleTracker::card_range(std::uint32_t* cards, const std::uint64_t*
     for (std::uint64_t w = first; w <= last; ++w) {
       const std::uint64_t word = starts[w];
       std::uint64_t bits = word;
-      if (w == first) bits &= ~std::uint64_t{0} << (g0 & 63);
-      if (w == last) bits &= ~std::uint64_t{0} >> (63 - ((end - 1) & 63));
+      if (w == first) bits &= head_mask(g0);
+      if (w == last) bits &= tail_mask(end);
       for (; bits != 0; bits &= bits - 1) {
         const std::uint64_t g = (w << 6) | static_cast<unsigned>(std::countr_zero(bits));
         if (!fn(g, word)) return g;

@@ -23,6 +23,7 @@
 #include "objprof/access_bitmap.h"
 #include "objprof/heap_space.h"
 #include "objprof/thread_state.h"
+#include "objprof/word_masks.h"
 #include "side_table_memory.h"
 
 #include <algorithm>
@@ -197,7 +198,7 @@ class StaleTracker {
   // bits), whole words at a time; g0 < g1.
   static bool any_bit_in(const std::uint64_t* words, std::uint64_t g0, std::uint64_t g1) noexcept {
     const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
-    const std::uint64_t head = ~std::uint64_t{0} << (g0 & 63), tail = ~std::uint64_t{0} >> (63 - ((g1 - 1) & 63));
+    const std::uint64_t head = head_mask(g0), tail = tail_mask(g1);
     if (first == last) return (words[first] & head & tail) != 0;
     bool any = (words[first] & head) != 0 || (words[last] & tail) != 0;
     for (std::uint64_t w = first + 1; !any && w < last; ++w) any = words[w] != 0;

@@ -74,6 +74,7 @@
 #include "objprof/thread_state.h"
 #include "objprof/trace_format.h"
 #include "objprof/trace_sink.h"
+#include "objprof/word_masks.h"
 
 #include <atomic>
 #include <cstdint>
@@ -499,8 +500,7 @@ class Profiler {
     const std::uint64_t g1 = (off + bytes + granule_mask_) >> space_log2_granule_;
     if (g0 >= g1) return true;
     if ((g0 >> 6) != ((g1 - 1) >> 6)) return false;
-    const std::uint64_t mask = (~std::uint64_t{0} << (g0 & 63)) & (~std::uint64_t{0} >> (63 - ((g1 - 1) & 63)));
-    return (starts[g0 >> 6] & mask) == 0;
+    return (starts[g0 >> 6] & internal::head_mask(g0) & internal::tail_mask(g1)) == 0;
   }
   internal::CollectorCounts& collector_counts() noexcept {
     if (!internal::cache_holds(instance_)) [[unlikely]] return collector_counts_slow();
