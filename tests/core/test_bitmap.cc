@@ -377,7 +377,7 @@ TEST_CASE("Bitmap scans: every path finds the same non-zero words", "[core][bitm
     return seed >> 33;
   };
   for (std::size_t bytes : {std::size_t{4096}, std::size_t{40960 + 8 * 512}, std::size_t{1} << 20}) {
-    for (unsigned density : {1u, 50u, 2000u}) {  // marks per 100k granules
+    for (unsigned density : {1u, 50u, 2000u, 60000u, 100000u}) {  // marks per 100k granules (100k: every one)
       FakeHeap heap(bytes);
       auto bm = std::move(*AccessBitmap::create(heap.space()));
       std::vector<std::pair<std::uint64_t, std::uint64_t>> want;
