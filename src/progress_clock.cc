@@ -27,7 +27,7 @@ void ProgressClocks::close(std::uint32_t slot) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (slot == kProgram || slot >= slots_.size()) return;
   slots_[slot].closed = true;
-  any_closed_ = true;
+  any_closed_.store(true, std::memory_order_relaxed);
 }
 
 void ProgressClocks::record_program(std::uint64_t epoch, std::uint64_t bytes) { record(kProgram, epoch, bytes); }
@@ -39,16 +39,17 @@ void ProgressClocks::record(std::uint32_t slot, std::uint64_t epoch, std::uint64
   // One value per gc_begin; a thread attached in the middle of an epoch gets its first at the
   // next one, and the epochs before carry that first value back (nothing earlier was its own).
   const std::uint64_t i = epoch - s.first_epoch;
-  if (s.bytes.size() <= i) s.bytes.resize(i + 1, s.bytes.empty() ? 0 : s.bytes.back());
+  if (s.bytes.size() <= i) {
+    // Room for a few dozen epochs at once: a fresh profiler's first GCs otherwise grow the
+    // vector at 1, 2, 4 and 8 values, an allocation and a copy each inside gc_begin.
+    if (s.bytes.capacity() <= i) s.bytes.reserve(std::max<std::size_t>(2 * s.bytes.capacity(), std::max<std::uint64_t>(i + 1, 64)));
+    s.bytes.resize(i + 1, s.bytes.empty() ? 0 : s.bytes.back());
+  }
   s.bytes[i] = bytes;
   const std::uint64_t before = i > 0 ? s.bytes[i - 1] : 0;
   if (bytes > before) s.busiest = std::max(s.busiest, bytes - before);
 }
 
-bool ProgressClocks::any_closed() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return any_closed_;
-}
 
 bool ProgressClocks::is_closed(std::uint32_t slot) const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -63,7 +64,7 @@ void ProgressClocks::release_closed() {
     s.closed = s.in_use = false;
     free_.push_back(i);
   }
-  any_closed_ = false;
+  any_closed_.store(false, std::memory_order_relaxed);
 }
 
 std::size_t ProgressClocks::slots_in_use() const {

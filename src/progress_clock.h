@@ -14,6 +14,7 @@
 // thread per epoch of its life.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <vector>
@@ -31,8 +32,10 @@ class ProgressClocks {
   // At gc_begin(epoch), mutators stopped: the program's bytes, then each attached thread's.
   void record_program(std::uint64_t epoch, std::uint64_t bytes);
   void record(std::uint32_t slot, std::uint64_t epoch, std::uint64_t bytes);
-  // Slots closed since the last release (their objects must be rebound first).
-  bool any_closed() const;
+  // Slots closed since the last release (their objects must be rebound first). Asked at every
+  // gc_begin, and almost always false: a flag read without the lock, written under it; a
+  // detach racing with the read is seen at the next gc_begin.
+  bool any_closed() const noexcept { return any_closed_.load(std::memory_order_relaxed); }
   bool is_closed(std::uint32_t slot) const;
   void release_closed();
 
@@ -100,7 +103,7 @@ class ProgressClocks {
   mutable std::mutex mutex_;  // attach/detach from any thread against the collector's reads
   std::vector<Slot> slots_{Slot{0, {}, true, false}};
   std::vector<std::uint32_t> free_;
-  bool any_closed_ = false;
+  std::atomic<bool> any_closed_{false};
 };
 
 }  // namespace objprof::internal
