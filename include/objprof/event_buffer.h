@@ -39,10 +39,23 @@ class EventBuffer {
     pos_ = alloc_end_ = put_uvar(p, size);
   }
   OBJPROF_ALWAYS_INLINE void move(std::uint64_t from, std::uint64_t to) {
-    std::uint8_t* p = room(trace::kMaxMovePackedBytes);
+    room(trace::kMaxMovePackedBytes);
+    move_fitting(from, to);
+  }
+  // Whether a record of up to `n` bytes fits without a flush. A hook whose fast path must make
+  // no call (it then needs no stack frame) asks first and writes with a *_fitting writer.
+  bool fits(std::size_t n) const noexcept { return static_cast<std::size_t>(end_ - pos_) >= n; }
+  // move and free for a caller that knows fits(kMaxMovePackedBytes / kMaxFreePackedBytes).
+  OBJPROF_ALWAYS_INLINE void move_fitting(std::uint64_t from, std::uint64_t to) {
+    std::uint8_t* p = pos_;
     *p++ = static_cast<std::uint8_t>(trace::Tag::kMovePacked);
     p = put_addr(p, from, prev_addr_);
     pos_ = put_addr(p, to, prev_to_);
+  }
+  OBJPROF_ALWAYS_INLINE void free_fitting(std::uint64_t addr) {
+    std::uint8_t* p = pos_;
+    *p++ = static_cast<std::uint8_t>(trace::Tag::kFreePacked);
+    pos_ = put_addr(p, addr, prev_addr_);
   }
   OBJPROF_ALWAYS_INLINE void move_range(std::uint64_t from, std::uint64_t to, std::uint64_t bytes) {
     struct __attribute__((packed)) Rec { std::uint8_t tag; std::uint64_t from, to, bytes; };
@@ -51,9 +64,8 @@ class EventBuffer {
     std::memcpy(reserve(sizeof r), &r, sizeof r);
   }
   OBJPROF_ALWAYS_INLINE void free(std::uint64_t addr) {
-    std::uint8_t* p = room(trace::kMaxFreePackedBytes);
-    *p++ = static_cast<std::uint8_t>(trace::Tag::kFreePacked);
-    pos_ = put_addr(p, addr, prev_addr_);
+    room(trace::kMaxFreePackedBytes);
+    free_fitting(addr);
   }
   void free_range(std::uint64_t addr, std::uint64_t bytes) {
     struct __attribute__((packed)) Rec { std::uint8_t tag; std::uint64_t addr, bytes; };

@@ -456,6 +456,10 @@ class Profiler {
   // *_in_full paths.
   void move_traced(Address from, Address to);
   void free_traced(Address addr);
+  // The same once the caller's buffer may need a flush or a first use (their fast paths make
+  // no call, so they keep no registers to save, and hand anything else over to these).
+  void move_traced_slow(Address from, Address to);
+  void free_traced_slow(Address addr);
   void move_in_full(Address from, Address to);
   void free_in_full(Address addr);
   void free_range_in_full(Address addr, std::uint64_t bytes);
