@@ -20,9 +20,9 @@ set(OBJPROF_INSTALL_EMIT OFF)
 if(TARGET objprof_emit)
   set(OBJPROF_INSTALL_EMIT ON)
   list(APPEND objprof_layers emit)
-  # emit_util.h is private to the emitters' sources.
+  # emit_util.h and barrier_sequence.h are private to the emitters' sources.
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/backends/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/objprof/emit/backends
-          FILES_MATCHING PATTERN "*.h" PATTERN "emit_util.h" EXCLUDE)
+          FILES_MATCHING PATTERN "*.h" PATTERN "emit_util.h" EXCLUDE PATTERN "barrier_sequence.h" EXCLUDE)
 endif()
 list(TRANSFORM objprof_layers PREPEND objprof_ OUTPUT_VARIABLE objprof_layer_targets)
 install(TARGETS ${objprof_layer_targets} objprof EXPORT objprofTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})

@@ -1,13 +1,13 @@
-// arm64 access barrier emitter. The sequence is in a64_barrier.h; docs/backends.md puts it
-// beside seed 001 §2.3's and explains the register choices.
+// arm64 access barrier emitter: arm64's instructions for the steps and checks both ISAs share
+// (barrier_sequence.h). The sequence is in a64_barrier.h; docs/backends.md puts it beside seed
+// 001 §2.3's and explains the register choices.
 #include "backends/arm64/a64_barrier.h"
 
-#include "backends/emit_util.h"
+#include "backends/barrier_sequence.h"
 
 namespace objprof::backends {
 
 namespace a64 = asmjit::a64;
-using detail::RegisterSet;
 
 A64BarrierRegs A64BarrierRegs::art(a64::Gp obj) noexcept {
   A64BarrierRegs r;
@@ -32,35 +32,26 @@ int a64_scratch_count(const EmitterConfig& cfg) noexcept {
 
 namespace {
 
-// The emitter must be attached to AArch64 code (Assembler, Builder or Compiler alike).
-Status check_emitter(const asmjit::BaseEmitter& e) {
-  if (e.arch() != asmjit::Arch::kAArch64)
-    return make_error(ErrorCode::kInvalidArgument, "arm64 barrier: the emitter is not attached to AArch64 code");
-  return Status::Ok();
-}
-
-Status check_regs(const EmitterConfig& cfg, const A64BarrierRegs& r) {
-  RegisterSet set;
-  auto need = [&](const a64::Gp& g, const char* role) -> Status {
-    if (!g.isGpX())
-      return make_error(ErrorCode::kInvalidArgument,
-                        std::string("arm64 barrier: the ") + role + " register must be a 64-bit x register");
-    if (g.isSP() || g.isZR())
-      return make_error(ErrorCode::kInvalidArgument, std::string("arm64 barrier: the ") + role + " register cannot be sp or xzr");
-    if (!set.add(g.id(), role)) return make_error(ErrorCode::kInvalidArgument, "arm64 barrier: " + set.error());
-    return Status::Ok();
-  };
-  if (Status s = need(r.obj, "object"); !s) return s;
-  if (cfg.uses_thread())
-    if (Status s = need(r.thread, "thread"); !s) return s;
-  if (r.desc.isValid())
-    if (Status s = need(r.desc, "descriptor"); !s) return s;
-  if (cfg.cache == CacheLocation::kPinnedRegister)
-    if (Status s = need(r.cache, "pinned cache"); !s) return s;
-  for (int i = 0; i < a64_scratch_count(cfg); ++i)
-    if (Status s = need(r.scratch[static_cast<std::size_t>(i)], "scratch"); !s) return s;
-  return Status::Ok();
-}
+// What the shared steps (barrier_sequence.h) need to know of arm64.
+struct A64 {
+  using Emitter = a64::Emitter;
+  using Gp = a64::Gp;
+  using Mem = a64::Mem;
+  using Regs = A64BarrierRegs;
+  static constexpr Isa kIsa = Isa::kArm64;
+  static constexpr asmjit::Arch kArch = asmjit::Arch::kAArch64;
+  static constexpr const char* kArchName = "AArch64";
+  static bool is_wide(const Gp& g) { return g.isGpX(); }
+  static bool is_reserved(const Gp& g) { return g.isSP() || g.isZR(); }
+  static constexpr const char* kNotWide = "must be a 64-bit x register";
+  static constexpr const char* kReserved = "cannot be sp or xzr";
+  static constexpr const char* kPinnedPair = "thread and cache must be distinct x registers other than sp and xzr";
+  static int scratch_count(const EmitterConfig& cfg) { return a64_scratch_count(cfg); }
+  // [thread, #off]; validate(Isa::kArm64) checked that off is an encodable unsigned offset.
+  static Mem thread_field(const Gp& thread, std::int64_t off) {
+    return asmjit::arm::ptr(thread, static_cast<std::int32_t>(off));
+  }
+};
 
 // 64-bit immediate as movz + movk for each further non-zero halfword (the seed's
 // `mov x17, #0x5000; movk x17, #0xe66a, lsl #16`). At most four instructions.
@@ -77,63 +68,14 @@ Status mov_imm64(a64::Emitter& e, const a64::Gp& dst, std::uint64_t value) {
   return Status::Ok();
 }
 
-class A64Barrier {
- public:
-  A64Barrier(a64::Emitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc, const A64BarrierRegs& r)
-      : e_(e), cfg_(cfg), desc_(desc), r_(r), s0_(r.scratch[0]), s1_(r.scratch[1]), s2_(r.scratch[2]),
-        s3_(r.scratch[3]), atomics_(a64_resolve_atomics(cfg.a64_atomics)) {}
-
-  Status emit() {
-    done_ = e_.newLabel();
-    hit_ = cfg_.count && cfg_.compares_cache() ? e_.newLabel() : done_;
-    if (cfg_.count) {
-      if (Status s = bump(cfg_.fields.executed()); !s) return s;
-    }
-    if (cfg_.range_first) {
-      if (Status s = range_check(); !s) return s;
-      if (Status s = cache_compare(); !s) return s;
-      if (cfg_.compares_cache()) OBJPROF_EMIT(e_.b_eq(hit_));
-    } else {
-      if (Status s = cache_compare(); !s) return s;
-      if (cfg_.compares_cache()) OBJPROF_EMIT(e_.b_eq(hit_));
-      if (Status s = range_check(); !s) return s;
-    }
-    if (Status s = mark(); !s) return s;
-    if (hit_ != done_) {
-      OBJPROF_EMIT(e_.b(done_));
-      OBJPROF_EMIT(e_.bind(hit_));
-      if (Status s = bump(cfg_.fields.cache_hits()); !s) return s;
-    }
-    OBJPROF_EMIT(e_.bind(done_));
-    return Status::Ok();
-  }
-
-  // Out-of-line form: the cache compare at the site, a hit falls through ...
-  Status emit_fast(asmjit::Label slow) {
-    if (cfg_.count) {
-      if (Status s = bump(cfg_.fields.executed()); !s) return s;
-    }
-    if (Status s = cache_compare(); !s) return s;
-    OBJPROF_EMIT(e_.b_ne(slow));
-    if (cfg_.count) {
-      if (Status s = bump(cfg_.fields.cache_hits()); !s) return s;
-    }
-    return Status::Ok();
-  }
-
-  // ... and the miss path elsewhere, returning to `resume`.
-  Status emit_slow(asmjit::Label slow, asmjit::Label resume) {
-    done_ = resume;
-    OBJPROF_EMIT(e_.bind(slow));
-    if (Status s = range_check(); !s) return s;
-    if (Status s = mark(); !s) return s;
-    OBJPROF_EMIT(e_.b(resume));
-    return Status::Ok();
-  }
-
+// arm64's instructions for the shared steps; registers are validated.
+class A64Barrier : public detail::BarrierSequence<A64Barrier, A64> {
  private:
-  // [thread, #off]; validate(Isa::kArm64) checked that off is an encodable unsigned offset.
-  a64::Mem thread_field(std::int64_t off) const { return asmjit::arm::ptr(r_.thread, static_cast<std::int32_t>(off)); }
+  friend BarrierSequence;
+
+  A64Barrier(a64::Emitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc, const A64BarrierRegs& r)
+      : BarrierSequence(e, cfg, desc, r), s0_(r.scratch[0]), s1_(r.scratch[1]), s2_(r.scratch[2]),
+        s3_(r.scratch[3]), atomics_(a64_resolve_atomics(cfg.a64_atomics)) {}
 
   // Owner-thread counter increment (ThreadState's bump(): load, add, store; no atomics).
   Status bump(std::int64_t off) {
@@ -142,37 +84,18 @@ class A64Barrier {
     OBJPROF_EMIT(e_.str(s0_, thread_field(off)));
     return Status::Ok();
   }
+  Status jump(asmjit::Label l) { OBJPROF_EMIT(e_.b(l)); return Status::Ok(); }
+  Status jump_on_hit(asmjit::Label l) { OBJPROF_EMIT(e_.b_eq(l)); return Status::Ok(); }
+  Status jump_on_miss(asmjit::Label l) { OBJPROF_EMIT(e_.b_ne(l)); return Status::Ok(); }
+  Status load_address(const a64::Gp& dst, std::uint64_t value) { return mov_imm64(e_, dst, value); }
 
-  // The descriptor's base register: the given one, or s2 loaded with &desc. s2 is not written
-  // between the range check and the bitmap load, so &desc is materialized at most once.
-  Status desc_base(a64::Gp& base) {
-    if (r_.desc.isValid()) {
-      base = r_.desc;
-      return Status::Ok();
-    }
-    if (!desc_in_s2_) {
-      if (Status s = mov_imm64(e_, s2_, reinterpret_cast<std::uint64_t>(&desc_)); !s) return s;
-    }
-    desc_in_s2_ = true;
-    base = s2_;
+  Status compare_cache_field() {
+    OBJPROF_EMIT(e_.ldr(s1_, thread_field(cfg_.fields.cache)));
+    OBJPROF_EMIT(e_.cmp(s1_, r_.obj));
     return Status::Ok();
   }
-
-  // Compares obj with the cache (the caller branches on equal). A hit implies the object is in
-  // range (the cache holds 0 or an in-range object), so this may come before or after the
-  // range check.
-  Status cache_compare() {
-    if (cfg_.store_only) return Status::Ok();  // stores on the marking path, never compares
-    switch (cfg_.cache) {
-      case CacheLocation::kNone: return Status::Ok();
-      case CacheLocation::kThreadField:
-        OBJPROF_EMIT(e_.ldr(s1_, thread_field(cfg_.fields.cache)));
-        OBJPROF_EMIT(e_.cmp(s1_, r_.obj));
-        break;
-      case CacheLocation::kPinnedRegister: OBJPROF_EMIT(e_.cmp(r_.cache, r_.obj)); break;
-    }
-    return Status::Ok();
-  }
+  Status compare_cache_register() { OBJPROF_EMIT(e_.cmp(r_.cache, r_.obj)); return Status::Ok(); }
+  Status store_cache_field() { OBJPROF_EMIT(e_.str(r_.obj, thread_field(cfg_.fields.cache))); return Status::Ok(); }
 
   // s0 = obj - begin; unsigned s0 >= size -> done_ (null and addresses below begin wrap).
   Status range_check() {
@@ -197,12 +120,8 @@ class A64Barrier {
     return Status::Ok();
   }
 
-  Status mark() {
-    switch (cfg_.cache) {
-      case CacheLocation::kNone: break;
-      case CacheLocation::kThreadField: OBJPROF_EMIT(e_.str(r_.obj, thread_field(cfg_.fields.cache))); break;
-      case CacheLocation::kPinnedRegister: OBJPROF_EMIT(e_.mov(r_.cache, r_.obj)); break;
-    }
+  // Sets the offset's bit in the active bitmap.
+  Status set_bit() {
     // Byte and bit straight from the offset (s0): the byte is offset >> (log2K + 3), the bit the
     // granule's low three bits, offset bits [log2K, log2K + 3), all in the low word since
     // log2K <= 16. (Shifting to the granule first took one instruction more.)
@@ -246,82 +165,40 @@ class A64Barrier {
       }
     }
     if (marked != done_) OBJPROF_EMIT(e_.bind(marked));
-    if (cfg_.count) {
-      if (Status s = bump(cfg_.fields.marks()); !s) return s;
-    }
     return Status::Ok();
   }
 
-  a64::Emitter& e_;
-  const EmitterConfig& cfg_;
-  const BarrierDescriptor& desc_;
-  const A64BarrierRegs& r_;
   a64::Gp s0_, s1_, s2_, s3_;
   A64Atomics atomics_;
-  asmjit::Label done_, hit_;
-  bool desc_in_s2_ = false;
 };
-
-}  // namespace
-
-namespace {
-Status check_all(const asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
-                 const A64BarrierRegs& regs) {
-  if (Status s = check_emitter(e); !s) return s;
-  if (Status s = cfg.validate(Isa::kArm64); !s) return s;
-  if (Status s = check_regs(cfg, regs); !s) return s;
-  if (desc.log2_granule > 16)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "arm64 barrier: log2 granule " + std::to_string(desc.log2_granule) + " is out of range");
-  return Status::Ok();
-}
 
 }  // namespace
 
 Status emit_access_barrier(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
                            const A64BarrierRegs& regs) {
-  if (Status s = check_all(e, cfg, desc, regs); !s) return s;
-  return A64Barrier(*e.as<a64::Emitter>(), cfg, desc, regs).emit();
+  return A64Barrier::checked_emit(e, cfg, desc, regs);
 }
 
 Status emit_access_barrier_fast(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
                                 const A64BarrierRegs& regs, asmjit::Label slow) {
-  if (Status s = check_all(e, cfg, desc, regs); !s) return s;
-  if (Status s = cfg.validate_out_of_line("arm64"); !s) return s;
-  return A64Barrier(*e.as<a64::Emitter>(), cfg, desc, regs).emit_fast(slow);
+  return A64Barrier::checked_emit_fast(e, cfg, desc, regs, slow);
 }
 
 Status emit_access_barrier_slow(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
                                 const A64BarrierRegs& regs, asmjit::Label slow, asmjit::Label resume) {
-  if (Status s = check_all(e, cfg, desc, regs); !s) return s;
-  if (Status s = cfg.validate_out_of_line("arm64"); !s) return s;
-  return A64Barrier(*e.as<a64::Emitter>(), cfg, desc, regs).emit_slow(slow, resume);
+  return A64Barrier::checked_emit_slow(e, cfg, desc, regs, slow, resume);
 }
 
-namespace {
-// The pinned cache's word: [thread, #cfg.fields.cache].
-Result<a64::Mem> pinned_cache_field(const asmjit::BaseEmitter& e, const EmitterConfig& cfg, const A64BarrierRegs& regs) {
-  if (Status s = check_emitter(e); !s) return s.error();
-  if (Status s = cfg.validate(Isa::kArm64); !s) return s.error();
-  if (!regs.thread.isGpX() || !regs.cache.isGpX() || regs.thread.id() == regs.cache.id() || regs.thread.isSP() ||
-      regs.cache.isSP() || regs.thread.isZR() || regs.cache.isZR())
-    return make_error(ErrorCode::kInvalidArgument,
-                      "arm64 pinned cache: thread and cache must be distinct x registers other than sp and xzr");
-  return asmjit::arm::ptr(regs.thread, static_cast<std::int32_t>(cfg.fields.cache));
-}
-}  // namespace
-
-Status emit_load_pinned_cache(asmjit::BaseEmitter& base, const EmitterConfig& cfg, const A64BarrierRegs& regs) {
-  Result<a64::Mem> field = pinned_cache_field(base, cfg, regs);
-  if (!field.ok()) return field.error();
-  OBJPROF_EMIT(base.as<a64::Emitter>()->ldr(regs.cache, *field));
+// The pinned cache register <-> its word at [thread, #cfg.fields.cache].
+Status emit_load_pinned_cache(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const A64BarrierRegs& regs) {
+  if (Status s = detail::check_pinned_cache<A64>(e, cfg, regs); !s) return s;
+  OBJPROF_EMIT(e.as<a64::Emitter>()->ldr(regs.cache, A64::thread_field(regs.thread, cfg.fields.cache)));
   return Status::Ok();
 }
 
-Status emit_store_pinned_cache(asmjit::BaseEmitter& base, const EmitterConfig& cfg, const A64BarrierRegs& regs) {
-  Result<a64::Mem> field = pinned_cache_field(base, cfg, regs);
-  if (!field.ok()) return field.error();
-  OBJPROF_EMIT(base.as<a64::Emitter>()->str(regs.cache, *field));
+Status emit_store_pinned_cache(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const A64BarrierRegs& regs) {
+  if (Status s = detail::check_pinned_cache<A64>(e, cfg, regs); !s) return s;
+  OBJPROF_EMIT(e.as<a64::Emitter>()->str(regs.cache, A64::thread_field(regs.thread, cfg.fields.cache)));
   return Status::Ok();
 }
 

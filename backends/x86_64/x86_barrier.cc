@@ -1,15 +1,15 @@
-// x86_64 access barrier emitter. The sequence is in x86_barrier.h; docs/backends.md explains
-// the register choices.
+// x86_64 access barrier emitter: x86_64's instructions for the steps and checks both ISAs share
+// (barrier_sequence.h). The sequence is in x86_barrier.h; docs/backends.md explains the register
+// choices.
 #include "backends/x86_64/x86_barrier.h"
 
-#include "backends/emit_util.h"
+#include "backends/barrier_sequence.h"
 
 #include <limits>
 
 namespace objprof::backends {
 
 namespace x86 = asmjit::x86;
-using detail::RegisterSet;
 
 X86BarrierRegs X86BarrierRegs::sysv(x86::Gp obj) noexcept {
   X86BarrierRegs r;
@@ -22,117 +22,52 @@ X86BarrierRegs X86BarrierRegs::sysv(x86::Gp obj) noexcept {
 
 namespace {
 
+// What the shared steps (barrier_sequence.h) need to know of x86_64.
+struct X86 {
+  using Emitter = x86::Emitter;
+  using Gp = x86::Gp;
+  using Mem = x86::Mem;
+  using Regs = X86BarrierRegs;
+  static constexpr Isa kIsa = Isa::kX86_64;
+  static constexpr asmjit::Arch kArch = asmjit::Arch::kX64;
+  static constexpr const char* kArchName = "x86_64";
+  static bool is_wide(const Gp& g) { return g.isGpq(); }
+  static bool is_reserved(const Gp& g) { return g.id() == x86::Gp::kIdSp; }
+  static constexpr const char* kNotWide = "must be a 64-bit general-purpose register";
+  static constexpr const char* kReserved = "cannot be rsp";
+  static constexpr const char* kPinnedPair = "thread and cache must be distinct 64-bit registers other than rsp";
+  static int scratch_count(const EmitterConfig&) { return kX86ScratchCount; }
+  // [thread + off]; validate(Isa::kX86_64) checked that off fits the 32-bit displacement.
+  static Mem thread_field(const Gp& thread, std::int64_t off) {
+    return x86::qword_ptr(thread, static_cast<std::int32_t>(off));
+  }
+};
+
 bool fits_i32(std::int64_t v) {
   return v >= std::numeric_limits<std::int32_t>::min() && v <= std::numeric_limits<std::int32_t>::max();
 }
 
-// The emitter must be attached to x86_64 code (Assembler, Builder or Compiler alike).
-Status check_emitter(const asmjit::BaseEmitter& e) {
-  if (e.arch() != asmjit::Arch::kX64)
-    return make_error(ErrorCode::kInvalidArgument, "x86_64 barrier: the emitter is not attached to x86_64 code");
-  return Status::Ok();
-}
-
-Status check_regs(const EmitterConfig& cfg, const X86BarrierRegs& r) {
-  RegisterSet set;
-  auto need = [&](const x86::Gp& g, const char* role) -> Status {
-    if (!g.isGpq())
-      return make_error(ErrorCode::kInvalidArgument,
-                        std::string("x86_64 barrier: the ") + role + " register must be a 64-bit general-purpose register");
-    if (g.id() == x86::Gp::kIdSp)
-      return make_error(ErrorCode::kInvalidArgument, std::string("x86_64 barrier: the ") + role + " register cannot be rsp");
-    if (!set.add(g.id(), role)) return make_error(ErrorCode::kInvalidArgument, "x86_64 barrier: " + set.error());
-    return Status::Ok();
-  };
-  if (Status s = need(r.obj, "object"); !s) return s;
-  if (cfg.uses_thread())
-    if (Status s = need(r.thread, "thread"); !s) return s;
-  if (r.desc.isValid())
-    if (Status s = need(r.desc, "descriptor"); !s) return s;
-  if (cfg.cache == CacheLocation::kPinnedRegister)
-    if (Status s = need(r.cache, "pinned cache"); !s) return s;
-  for (const x86::Gp& g : r.scratch)
-    if (Status s = need(g, "scratch"); !s) return s;
-  return Status::Ok();
-}
-
-// The emitter proper; registers are validated.
-class X86Barrier {
- public:
-  X86Barrier(x86::Emitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc, const X86BarrierRegs& r)
-      : e_(e), cfg_(cfg), desc_(desc), r_(r), t0_(r.scratch[0]), t1_(r.scratch[1]), t2_(r.scratch[2]) {}
-
-  Status emit() {
-    done_ = e_.newLabel();
-    hit_ = cfg_.count && cfg_.compares_cache() ? e_.newLabel() : done_;
-    if (cfg_.count) OBJPROF_EMIT(e_.inc(thread_field(cfg_.fields.executed())));
-    if (cfg_.range_first) {
-      if (Status s = range_check(); !s) return s;
-      if (Status s = cache_compare(); !s) return s;
-      if (cfg_.compares_cache()) OBJPROF_EMIT(e_.je(hit_));
-    } else {
-      if (Status s = cache_compare(); !s) return s;
-      if (cfg_.compares_cache()) OBJPROF_EMIT(e_.je(hit_));
-      if (Status s = range_check(); !s) return s;
-    }
-    if (Status s = mark(); !s) return s;
-    if (hit_ != done_) {
-      OBJPROF_EMIT(e_.jmp(done_));
-      OBJPROF_EMIT(e_.bind(hit_));
-      OBJPROF_EMIT(e_.inc(thread_field(cfg_.fields.cache_hits())));
-    }
-    OBJPROF_EMIT(e_.bind(done_));
-    return Status::Ok();
-  }
-
-  // Out-of-line form: the cache compare at the site, a hit falls through ...
-  Status emit_fast(asmjit::Label slow) {
-    if (cfg_.count) OBJPROF_EMIT(e_.inc(thread_field(cfg_.fields.executed())));
-    if (Status s = cache_compare(); !s) return s;
-    OBJPROF_EMIT(e_.jne(slow));
-    if (cfg_.count) OBJPROF_EMIT(e_.inc(thread_field(cfg_.fields.cache_hits())));
-    return Status::Ok();
-  }
-
-  // ... and the miss path elsewhere, returning to `resume`.
-  Status emit_slow(asmjit::Label slow, asmjit::Label resume) {
-    done_ = resume;
-    OBJPROF_EMIT(e_.bind(slow));
-    if (Status s = range_check(); !s) return s;
-    if (Status s = mark(); !s) return s;
-    OBJPROF_EMIT(e_.jmp(resume));
-    return Status::Ok();
-  }
-
+// x86_64's instructions for the shared steps; registers are validated.
+class X86Barrier : public detail::BarrierSequence<X86Barrier, X86> {
  private:
-  // [thread + off]; validate(Isa::kX86_64) checked that off fits the 32-bit displacement.
-  x86::Mem thread_field(std::int64_t off) const { return x86::qword_ptr(r_.thread, static_cast<std::int32_t>(off)); }
+  friend BarrierSequence;
 
-  // The descriptor's base register: the given one, or t2 loaded with &desc. t2 is not written
-  // between the range check and the bitmap load, so &desc is materialized at most once.
-  Status desc_base(x86::Gp& base) {
-    if (r_.desc.isValid()) {
-      base = r_.desc;
-      return Status::Ok();
-    }
-    if (!desc_in_t2_) OBJPROF_EMIT(e_.mov(t2_, asmjit::Imm(reinterpret_cast<std::uint64_t>(&desc_))));
-    desc_in_t2_ = true;
-    base = t2_;
+  X86Barrier(x86::Emitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc, const X86BarrierRegs& r)
+      : BarrierSequence(e, cfg, desc, r), t0_(r.scratch[0]), t1_(r.scratch[1]), t2_(r.scratch[2]) {}
+
+  // Owner-thread counters: a non-locked increment in memory.
+  Status bump(std::int64_t off) { OBJPROF_EMIT(e_.inc(thread_field(off))); return Status::Ok(); }
+  Status jump(asmjit::Label l) { OBJPROF_EMIT(e_.jmp(l)); return Status::Ok(); }
+  Status jump_on_hit(asmjit::Label l) { OBJPROF_EMIT(e_.je(l)); return Status::Ok(); }
+  Status jump_on_miss(asmjit::Label l) { OBJPROF_EMIT(e_.jne(l)); return Status::Ok(); }
+  Status load_address(const x86::Gp& dst, std::uint64_t value) {
+    OBJPROF_EMIT(e_.mov(dst, asmjit::Imm(value)));
     return Status::Ok();
   }
 
-  // Compares obj with the cache (the caller branches on equal). A hit implies the object is in
-  // range (the cache holds 0 or an in-range object), so this may come before or after the
-  // range check.
-  Status cache_compare() {
-    if (cfg_.store_only) return Status::Ok();  // stores on the marking path, never compares
-    switch (cfg_.cache) {
-      case CacheLocation::kNone: return Status::Ok();
-      case CacheLocation::kThreadField: OBJPROF_EMIT(e_.cmp(r_.obj, thread_field(cfg_.fields.cache))); break;
-      case CacheLocation::kPinnedRegister: OBJPROF_EMIT(e_.cmp(r_.obj, r_.cache)); break;
-    }
-    return Status::Ok();
-  }
+  Status compare_cache_field() { OBJPROF_EMIT(e_.cmp(r_.obj, thread_field(cfg_.fields.cache))); return Status::Ok(); }
+  Status compare_cache_register() { OBJPROF_EMIT(e_.cmp(r_.obj, r_.cache)); return Status::Ok(); }
+  Status store_cache_field() { OBJPROF_EMIT(e_.mov(thread_field(cfg_.fields.cache), r_.obj)); return Status::Ok(); }
 
   // t0 = obj - begin; unsigned t0 >= size -> done_ (null and addresses below begin wrap).
   Status range_check() {
@@ -161,13 +96,8 @@ class X86Barrier {
     return Status::Ok();
   }
 
-  // Store the new cache, then set bit (t0 >> log2K) of the active bitmap.
-  Status mark() {
-    switch (cfg_.cache) {
-      case CacheLocation::kNone: break;
-      case CacheLocation::kThreadField: OBJPROF_EMIT(e_.mov(thread_field(cfg_.fields.cache), r_.obj)); break;
-      case CacheLocation::kPinnedRegister: OBJPROF_EMIT(e_.mov(r_.cache, r_.obj)); break;
-    }
+  // Sets bit (t0 >> log2K) of the active bitmap.
+  Status set_bit() {
     const std::uint32_t log2k = desc_.log2_granule;
     OBJPROF_EMIT(e_.mov(t1_, t0_));
     OBJPROF_EMIT(e_.shr(t1_, log2k + 3));  // byte index
@@ -197,79 +127,39 @@ class X86Barrier {
         return make_error(ErrorCode::kUnsupported, "buffered marks are not emitted");
     }
     if (marked != done_) OBJPROF_EMIT(e_.bind(marked));
-    if (cfg_.count) OBJPROF_EMIT(e_.inc(thread_field(cfg_.fields.marks())));
     return Status::Ok();
   }
 
-  x86::Emitter& e_;
-  const EmitterConfig& cfg_;
-  const BarrierDescriptor& desc_;
-  const X86BarrierRegs& r_;
   x86::Gp t0_, t1_, t2_;
-  asmjit::Label done_, hit_;
-  bool desc_in_t2_ = false;
 };
-
-}  // namespace
-
-namespace {
-Status check_all(const asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
-                 const X86BarrierRegs& regs) {
-  if (Status s = check_emitter(e); !s) return s;
-  if (Status s = cfg.validate(Isa::kX86_64); !s) return s;
-  if (Status s = check_regs(cfg, regs); !s) return s;
-  if (desc.log2_granule > 16)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "x86_64 barrier: log2 granule " + std::to_string(desc.log2_granule) + " is out of range");
-  return Status::Ok();
-}
 
 }  // namespace
 
 Status emit_access_barrier(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
                            const X86BarrierRegs& regs) {
-  if (Status s = check_all(e, cfg, desc, regs); !s) return s;
-  return X86Barrier(*e.as<x86::Emitter>(), cfg, desc, regs).emit();
+  return X86Barrier::checked_emit(e, cfg, desc, regs);
 }
 
 Status emit_access_barrier_fast(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
                                 const X86BarrierRegs& regs, asmjit::Label slow) {
-  if (Status s = check_all(e, cfg, desc, regs); !s) return s;
-  if (Status s = cfg.validate_out_of_line("x86_64"); !s) return s;
-  return X86Barrier(*e.as<x86::Emitter>(), cfg, desc, regs).emit_fast(slow);
+  return X86Barrier::checked_emit_fast(e, cfg, desc, regs, slow);
 }
 
 Status emit_access_barrier_slow(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const BarrierDescriptor& desc,
                                 const X86BarrierRegs& regs, asmjit::Label slow, asmjit::Label resume) {
-  if (Status s = check_all(e, cfg, desc, regs); !s) return s;
-  if (Status s = cfg.validate_out_of_line("x86_64"); !s) return s;
-  return X86Barrier(*e.as<x86::Emitter>(), cfg, desc, regs).emit_slow(slow, resume);
+  return X86Barrier::checked_emit_slow(e, cfg, desc, regs, slow, resume);
 }
 
-namespace {
-// The pinned cache's word: [thread + cfg.fields.cache].
-Result<x86::Mem> pinned_cache_field(const asmjit::BaseEmitter& e, const EmitterConfig& cfg, const X86BarrierRegs& regs) {
-  if (Status s = check_emitter(e); !s) return s.error();
-  if (Status s = cfg.validate(Isa::kX86_64); !s) return s.error();
-  if (!regs.thread.isGpq() || !regs.cache.isGpq() || regs.thread.id() == regs.cache.id() ||
-      regs.thread.id() == x86::Gp::kIdSp || regs.cache.id() == x86::Gp::kIdSp)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "x86_64 pinned cache: thread and cache must be distinct 64-bit registers other than rsp");
-  return x86::qword_ptr(regs.thread, static_cast<std::int32_t>(cfg.fields.cache));
-}
-}  // namespace
-
-Status emit_load_pinned_cache(asmjit::BaseEmitter& base, const EmitterConfig& cfg, const X86BarrierRegs& regs) {
-  Result<x86::Mem> field = pinned_cache_field(base, cfg, regs);
-  if (!field.ok()) return field.error();
-  OBJPROF_EMIT(base.as<x86::Emitter>()->mov(regs.cache, *field));
+// The pinned cache register <-> its word at [thread + cfg.fields.cache].
+Status emit_load_pinned_cache(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const X86BarrierRegs& regs) {
+  if (Status s = detail::check_pinned_cache<X86>(e, cfg, regs); !s) return s;
+  OBJPROF_EMIT(e.as<x86::Emitter>()->mov(regs.cache, X86::thread_field(regs.thread, cfg.fields.cache)));
   return Status::Ok();
 }
 
-Status emit_store_pinned_cache(asmjit::BaseEmitter& base, const EmitterConfig& cfg, const X86BarrierRegs& regs) {
-  Result<x86::Mem> field = pinned_cache_field(base, cfg, regs);
-  if (!field.ok()) return field.error();
-  OBJPROF_EMIT(base.as<x86::Emitter>()->mov(*field, regs.cache));
+Status emit_store_pinned_cache(asmjit::BaseEmitter& e, const EmitterConfig& cfg, const X86BarrierRegs& regs) {
+  if (Status s = detail::check_pinned_cache<X86>(e, cfg, regs); !s) return s;
+  OBJPROF_EMIT(e.as<x86::Emitter>()->mov(X86::thread_field(regs.thread, cfg.fields.cache), regs.cache));
   return Status::Ok();
 }
 
