@@ -7,7 +7,9 @@
 //    is the interpreter's wrapping -x; the remainder is x - (x / y) * y (msub);
 //  - shifts by register (lslv/asrv) use the count modulo 64 like the IR;
 //  - runtime functions are called through a register (blr), as they may be far from the code.
-#include "lower.h"
+// What does not differ (the walk, the frame's GC discipline, barriers, placing the code) is in
+// lower_core.h.
+#include "lower_core.h"
 
 #if defined(__aarch64__)
 
@@ -15,8 +17,6 @@
 
 #include <asmjit/arm.h>
 #include <asmjit/arm/a64compiler.h>
-
-#include <fmt/core.h>
 
 #include <cstddef>
 
@@ -29,48 +29,24 @@ using namespace asmjit;
 using sim::DecodedInstr;
 using ir::Opcode;
 
-constexpr std::int32_t kSlot = sizeof(sim::Value);
-constexpr std::int32_t kTagOffset = offsetof(sim::Value, ref);
-constexpr std::int32_t kFirstSlot = 16;  // sim::kHeaderBytes
-constexpr std::int32_t kLengthOffset = 8;
-
-class ErrorCatcher final : public ErrorHandler {
- public:
-  void handleError(asmjit::Error err, const char* message, BaseEmitter*) override {
-    if (first == kErrorOk) {
-      first = err;
-      text = message;
-    }
-  }
-  asmjit::Error first = kErrorOk;
-  std::string text;
+// arm64's asmjit types for the neutral part (lower_core.h).
+struct A64 {
+  using Compiler = a64::Compiler;
+  using Gp = a64::Gp;
+  using BarrierRegs = A64BarrierRegs;
 };
 
-using RtCall = std::uint32_t (*)(void*, std::uint32_t, std::uint32_t, sim::Value*) noexcept;
-
-class A64Lower {
+// arm64's instruction selection; the walk, the frame discipline and the barriers' placement
+// are LowerCore's.
+class A64Lower : public LowerCore<A64Lower, A64> {
  public:
-  explicit A64Lower(const LowerInput& in)
-      : in_(in),
-        f_(*in.request->functions[in.fn].ir),
-        code_(*in.request->functions[in.fn].code),
-        pinned_(in.barriers && in.barrier.cache == CacheLocation::kPinnedRegister && function_uses_cache(code_)),
-        k_((*in.kinds)[in.fn]) {}
-
-  Lowered run();
+  using LowerCore::LowerCore;
 
  private:
-  std::uint8_t kind(ir::Reg r) const { return k_.reg[r] == kNoKind ? std::uint8_t{kScalar} : k_.reg[r]; }
+  friend LowerCore;
+
   a64::Mem slot(ir::Reg r) const { return arm::ptr(R_, static_cast<std::int32_t>(r) * kSlot); }
   a64::Mem tag_slot(ir::Reg r) const { return arm::ptr(R_, static_cast<std::int32_t>(r) * kSlot + kTagOffset); }
-  Label label_at(std::uint32_t pc) {
-    if (!labels_[pc].isValid()) labels_[pc] = cc_.newLabel();
-    return labels_[pc];
-  }
-  Label fail_label(std::uint32_t pc) {
-    if (!fail_[pc].isValid()) fail_[pc] = cc_.newLabel();
-    return fail_[pc];
-  }
   void mov_imm(const a64::Gp& dst, std::uint64_t value) {
     bool first = true;
     for (std::uint32_t shift = 0; shift < 64; shift += 16) {
@@ -96,22 +72,33 @@ class A64Lower {
     cc_.ldr(v_[r], slot(r));
     if (kind(r) == kDynamic) cc_.ldrb(t_[r].w(), tag_slot(r));
   }
-  void spill_refs() {
-    for (ir::Reg r = 0; r < f_.num_regs; ++r)
-      if (kind(r) & kRef) store_value(r);
+  void reload_value(ir::Reg r) { cc_.ldr(v_[r], slot(r)); }
+  void load_tag(ir::Reg r) { cc_.ldrb(t_[r].w(), tag_slot(r)); }
+  void zero(ir::Reg r) { cc_.mov(v_[r], Imm(0)); }
+  // One register holds the 1 for every reference slot's tag.
+  void tag_ref_slot(ir::Reg r) {
+    if (!one_.isValid()) {
+      one_ = cc_.newUInt32("one");
+      cc_.mov(one_, Imm(1));
+    }
+    cc_.strb(one_, tag_slot(r));
   }
-  void reload_refs() {
-    for (ir::Reg r = 0; r < f_.num_regs; ++r)
-      if (kind(r) & kRef) cc_.ldr(v_[r], slot(r));
+  void load_constant(const a64::Gp& dst, std::uint64_t value) { mov_imm(dst, value); }
+  a64::Gp new_scratch() { return cc_.newUInt64("bs"); }
+  void jump(Label l) { cc_.b(l); }
+  void jump_if_nonzero(const a64::Gp& r, Label l) { cc_.cbnz(r, l); }
+  // &BarrierDescriptor in a register for the whole method: on arm64 a 64-bit immediate takes up
+  // to four instructions, so the barrier loads its bounds and bitmap through this register
+  // (BoundsSource::kDescriptor, set by the driver) instead of materializing three addresses.
+  void set_up() {
+    if (!in_.barriers) return;
+    desc_ = cc_.newUIntPtr("desc");
+    mov_imm(desc_, reinterpret_cast<std::uint64_t>(in_.request->desc));
   }
-  void def_tag(ir::Reg dst, std::uint8_t produced) {
-    if (kind(dst) != kDynamic) return;
-    cc_.mov(t_[dst], Imm(produced == kRef ? 1 : 0));
-  }
-  void copy_tag(ir::Reg dst, ir::Reg r) {
-    if (kind(dst) != kDynamic) return;
-    if (kind(r) == kDynamic) cc_.mov(t_[dst], t_[r]);
-    else def_tag(dst, kind(r));
+  void return_failure() {
+    a64::Gp failed = cc_.newUInt32("failed");
+    cc_.mov(failed, Imm(1));
+    cc_.ret(failed);
   }
 
   // Every runtime call goes through here. asmjit's a64 calling convention (Debian's
@@ -126,26 +113,6 @@ class A64Lower {
     CallConv& conv = call->detail()._callConv;
     conv.setPreservedRegs(RegGroup::kGp, conv.preservedRegs(RegGroup::kGp) & ~Support::bitMask(a64::Gp::kIdLr));
     return call;
-  }
-
-  void runtime_call(std::uint32_t pc, RtCall fn, bool may_gc, const std::vector<ir::Reg>& operands, ir::Reg dst) {
-    for (ir::Reg r : operands)
-      if (!(may_gc && (kind(r) & kRef))) store_value(r);
-    if (may_gc) spill_refs();
-    cache_to_thread();
-    InvokeNode* call = call_runtime(reinterpret_cast<const void*>(fn),
-                                    FuncSignatureT<std::uint32_t, void*, std::uint32_t, std::uint32_t, sim::Value*>());
-    a64::Gp status = cc_.newUInt32("status");
-    call->setArg(0, T_);
-    call->setArg(1, imm(in_.fn));
-    call->setArg(2, imm(pc));
-    call->setArg(3, R_);
-    call->setRet(0, status);
-    cc_.cbnz(status, exit_error_);
-    cache_from_thread();
-    if (may_gc) reload_refs();
-    if (dst != ir::kNoReg && !(may_gc && (kind(dst) & kRef))) load_value(dst);
-    else if (dst != ir::kNoReg && kind(dst) == kDynamic) cc_.ldrb(t_[dst].w(), tag_slot(dst));
   }
 
   void check_object(std::uint32_t pc, ir::Reg r) {
@@ -175,58 +142,11 @@ class A64Lower {
     }
   }
 
-  void barrier(ir::Reg r, const DecodedInstr& d, unsigned operand) {
-    if (!(d.kept >> operand & 1) || !in_.barriers) return;
-    const EmitterConfig cfg = site_config(in_.barrier, d.cache_use[operand]);
-    A64BarrierRegs regs;
-    regs.obj = v_[r];
-    regs.thread = TS_;
-    regs.desc = desc_;
-    regs.cache = pinned() ? cache_ : a64::Gp();
-    for (auto& g : regs.scratch) g = cc_.newUInt64("bs");
-    marks_.around(cc_, pc_, [&] {
-      if (Status s = emit_access_barrier(cc_, cfg, *in_.request->desc, regs); !s && barrier_error_.empty())
-        barrier_error_ = s.error().message;
-    });
-  }
-  bool pinned() const { return pinned_; }
-  A64BarrierRegs cache_regs() const {
-    A64BarrierRegs regs;
-    regs.thread = TS_;
-    regs.cache = cache_;
-    return regs;
-  }
-  void cache_to_thread() {
-    if (!pinned()) return;
-    if (Status s = emit_store_pinned_cache(cc_, in_.barrier, cache_regs()); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
-  }
-  void cache_from_thread() {
-    if (!pinned()) return;
-    if (Status s = emit_load_pinned_cache(cc_, in_.barrier, cache_regs()); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
-  }
-
   void lower(std::uint32_t pc, const DecodedInstr& d);
   void lower_binary(std::uint32_t pc, const DecodedInstr& d);
   void lower_array(std::uint32_t pc, const DecodedInstr& d);
 
-  const LowerInput& in_;
-  const ir::Function& f_;
-  const std::vector<DecodedInstr>& code_;
-  const bool pinned_;  // the cache in a register for this function (see function_uses_cache)
-  const FunctionKinds& k_;
-  CodeHolder holder_;
-  a64::Compiler cc_;
-  a64::Gp T_, R_, RET_, TS_, flags_, cache_;
-  // &BarrierDescriptor in a register for the whole method: on arm64 a 64-bit immediate takes up
-  // to four instructions, so the barrier loads its bounds and bitmap through this register
-  // (BoundsSource::kDescriptor, set by the driver) instead of materializing three addresses.
-  a64::Gp desc_;
-  std::string barrier_error_;
-  std::vector<a64::Gp> v_, t_;
-  std::vector<Label> labels_, fail_;
-  Label exit_error_;
-  std::uint32_t pc_ = 0;  // the instruction being lowered
-  BarrierMarks marks_{in_};
+  a64::Gp one_;  // see tag_ref_slot
 };
 
 void A64Lower::lower_binary(std::uint32_t pc, const DecodedInstr& d) {
@@ -401,13 +321,7 @@ void A64Lower::lower(std::uint32_t pc, const DecodedInstr& d) {
       a64::Gp stop = cc_.newUInt32("stop");
       cc_.ldarb(stop, arm::ptr(flag));
       cc_.cbz(stop, done);
-      spill_refs();
-      cache_to_thread();
-      InvokeNode* call = call_runtime(reinterpret_cast<const void*>(&sim::rt::safepoint),
-                                      FuncSignatureT<std::uint32_t, void*>());
-      call->setArg(0, T_);
-      cache_from_thread();
-      reload_refs();
+      park_at_safepoint();
       cc_.bind(done);
       break;
     }
@@ -446,112 +360,6 @@ void A64Lower::lower(std::uint32_t pc, const DecodedInstr& d) {
       break;
     }
   }
-}
-
-Lowered A64Lower::run() {
-  Lowered out;
-  ErrorCatcher errors;
-  StringLogger logger;
-  holder_.init(in_.runtime->environment());
-  holder_.setErrorHandler(&errors);
-  if (in_.listing) holder_.setLogger(&logger);
-  holder_.attach(&cc_);
-
-  FuncNode* func = cc_.addFunc(FuncSignatureT<std::uint32_t, void*, sim::Value*, sim::Value*, ThreadState*>());
-  T_ = cc_.newUIntPtr("thread");
-  R_ = cc_.newUIntPtr("regs");
-  RET_ = cc_.newUIntPtr("ret");
-  TS_ = cc_.newUIntPtr("ts");
-  func->setArg(0, T_);
-  func->setArg(1, R_);
-  func->setArg(2, RET_);
-  func->setArg(3, TS_);
-  flags_ = cc_.newUIntPtr("type_flags");
-  mov_imm(flags_, reinterpret_cast<std::uint64_t>(in_.type_flags));
-  exit_error_ = cc_.newLabel();
-  if (in_.barriers) {
-    desc_ = cc_.newUIntPtr("desc");
-    mov_imm(desc_, reinterpret_cast<std::uint64_t>(in_.request->desc));
-  }
-  if (pinned()) {
-    cache_ = cc_.newUIntPtr("cache");
-    cache_from_thread();
-  }
-  labels_.assign(code_.size(), Label());
-  fail_.assign(code_.size(), Label());
-  for (const DecodedInstr& d : code_)
-    for (std::uint32_t t : d.targets) label_at(t);
-
-  v_.resize(f_.num_regs);
-  t_.resize(f_.num_regs);
-  std::vector<std::uint8_t> is_param(f_.num_regs, 0);
-  for (ir::Reg p : f_.params) is_param[p] = 1;
-  a64::Gp one;
-  for (ir::Reg r = 0; r < f_.num_regs; ++r) {
-    v_[r] = cc_.newInt64("v%u", r);
-    if (kind(r) == kDynamic) t_[r] = cc_.newUInt64("tag%u", r);
-    if (kind(r) == kScalar && !is_param[r] && !k_.maybe_uninit[r]) {
-      cc_.mov(v_[r], Imm(0));
-      continue;
-    }
-    load_value(r);
-    if (kind(r) == kRef) {
-      if (!one.isValid()) {
-        one = cc_.newUInt32("one");
-        cc_.mov(one, Imm(1));
-      }
-      cc_.strb(one, tag_slot(r));
-    }
-  }
-
-  for (std::uint32_t pc = 0; pc < code_.size(); ++pc) {
-    if (labels_[pc].isValid()) cc_.bind(labels_[pc]);
-    pc_ = pc;
-    lower(pc, code_[pc]);
-    if (errors.first != kErrorOk || !barrier_error_.empty()) break;
-  }
-  for (std::uint32_t pc = 0; pc < code_.size(); ++pc) {
-    if (!fail_[pc].isValid()) continue;
-    cc_.bind(fail_[pc]);
-    const DecodedInstr& d = code_[pc];
-    for (ir::Reg r : {d.a, d.b, d.c})
-      if (r != ir::kNoReg) store_value(r);
-    cache_to_thread();
-    InvokeNode* call = call_runtime(reinterpret_cast<const void*>(&sim::rt::fail),
-                                    FuncSignatureT<std::uint32_t, void*, std::uint32_t, std::uint32_t, sim::Value*>());
-    call->setArg(0, T_);
-    call->setArg(1, imm(in_.fn));
-    call->setArg(2, imm(pc));
-    call->setArg(3, R_);
-    cc_.b(exit_error_);
-  }
-  cc_.bind(exit_error_);
-  a64::Gp failed = cc_.newUInt32("failed");
-  cc_.mov(failed, Imm(1));
-  cc_.ret(failed);
-  cc_.endFunc();
-  if (!barrier_error_.empty()) {
-    out.error = "barrier: " + barrier_error_;
-    return out;
-  }
-  if (errors.first == kErrorOk) cc_.finalize();
-  if (errors.first != kErrorOk) {
-    out.error = fmt::format("asmjit: {} ({})", errors.text, DebugUtils::errorAsString(errors.first));
-    return out;
-  }
-  sim::CompiledFn fn = nullptr;
-  if (asmjit::Error e = in_.runtime->add(&fn, &holder_); e != kErrorOk) {
-    out.error = fmt::format("asmjit: cannot place the code ({})", DebugUtils::errorAsString(e));
-    return out;
-  }
-  out.entry = fn;
-  out.code_bytes = holder_.codeSize();
-  marks_.resolve(holder_, reinterpret_cast<const void*>(fn), f_.name);
-  if (in_.listing) {
-    *in_.listing += fmt::format("; {}\n", f_.name);
-    in_.listing->append(logger.data(), logger.dataSize());
-  }
-  return out;
 }
 
 }  // namespace

@@ -3,15 +3,15 @@
 // allocator assigns machine registers. Frame slots (sim::Value, 16 bytes) are the GC roots:
 // at every instruction that may GC, registers that may hold references are stored there and
 // reloaded afterwards, so a moving collector never leaves a stale address in a machine register.
-#include "lower.h"
+// The walk and that discipline are the same on arm64 (lower_core.h); here is x86_64's
+// instruction selection.
+#include "lower_core.h"
 
 #if defined(__x86_64__)
 
 #include "backends/x86_64/x86_barrier.h"
 
 #include <asmjit/x86.h>
-
-#include <fmt/core.h>
 
 #include <cstddef>
 
@@ -24,49 +24,24 @@ using namespace asmjit;
 using sim::DecodedInstr;
 using ir::Opcode;
 
-constexpr std::int32_t kSlot = sizeof(sim::Value);
-constexpr std::int32_t kTagOffset = offsetof(sim::Value, ref);
-constexpr std::int32_t kFirstSlot = 16;  // sim::kHeaderBytes
-constexpr std::int32_t kLengthOffset = 8;
-
-class ErrorCatcher final : public ErrorHandler {
- public:
-  void handleError(asmjit::Error err, const char* message, BaseEmitter*) override {
-    if (first == kErrorOk) {
-      first = err;
-      text = message;
-    }
-  }
-  asmjit::Error first = kErrorOk;
-  std::string text;
+// x86_64's asmjit types for the neutral part (lower_core.h).
+struct X86 {
+  using Compiler = x86::Compiler;
+  using Gp = x86::Gp;
+  using BarrierRegs = X86BarrierRegs;
 };
 
-using RtCall = std::uint32_t (*)(void*, std::uint32_t, std::uint32_t, sim::Value*) noexcept;
-
-class X86Lower {
+// x86_64's instruction selection; the walk, the frame discipline and the barriers' placement
+// are LowerCore's.
+class X86Lower : public LowerCore<X86Lower, X86> {
  public:
-  explicit X86Lower(const LowerInput& in)
-      : in_(in),
-        f_(*in.request->functions[in.fn].ir),
-        code_(*in.request->functions[in.fn].code),
-        pinned_(in.barriers && in.barrier.cache == CacheLocation::kPinnedRegister && function_uses_cache(code_)),
-        k_((*in.kinds)[in.fn]) {}
-
-  Lowered run();
+  using LowerCore::LowerCore;
 
  private:
-  // Kind of an IR register as the lowering uses it (never-defined registers are scalars).
-  std::uint8_t kind(ir::Reg r) const { return k_.reg[r] == kNoKind ? std::uint8_t{kScalar} : k_.reg[r]; }
+  friend LowerCore;
+
   x86::Mem slot(ir::Reg r) const { return x86::qword_ptr(R_, static_cast<std::int32_t>(r) * kSlot); }
   x86::Mem tag_slot(ir::Reg r) const { return x86::byte_ptr(R_, static_cast<std::int32_t>(r) * kSlot + kTagOffset); }
-  Label label_at(std::uint32_t pc) {
-    if (!labels_[pc].isValid()) labels_[pc] = cc_.newLabel();
-    return labels_[pc];
-  }
-  Label fail_label(std::uint32_t pc) {
-    if (!fail_[pc].isValid()) fail_[pc] = cc_.newLabel();
-    return fail_[pc];
-  }
 
   // Register value <-> frame slot.
   void store_value(ir::Reg r) {
@@ -77,47 +52,27 @@ class X86Lower {
     cc_.mov(v_[r], slot(r));
     if (kind(r) == kDynamic) cc_.movzx(t_[r], tag_slot(r));
   }
-  void spill_refs() {
-    for (ir::Reg r = 0; r < f_.num_regs; ++r)
-      if (kind(r) & kRef) store_value(r);
-  }
-  void reload_refs() {
-    for (ir::Reg r = 0; r < f_.num_regs; ++r)
-      if (kind(r) & kRef) cc_.mov(v_[r], slot(r));  // tags do not change in a GC
-  }
-  // Defines `dst`'s tag after an instruction produced a value of static kind `produced`.
-  void def_tag(ir::Reg dst, std::uint8_t produced) {
-    if (kind(dst) != kDynamic) return;
-    cc_.mov(t_[dst], produced == kRef ? 1 : 0);
-  }
-  // Tag of `r` into the tag of `dst` (a move).
-  void copy_tag(ir::Reg dst, ir::Reg r) {
-    if (kind(dst) != kDynamic) return;
-    if (kind(r) == kDynamic) cc_.mov(t_[dst], t_[r]);
-    else def_tag(dst, kind(r));
-  }
-
-  // A runtime call at `pc`: operands to their slots, references too when it may GC.
-  void runtime_call(std::uint32_t pc, RtCall fn, bool may_gc, const std::vector<ir::Reg>& operands, ir::Reg dst) {
-    for (ir::Reg r : operands)
-      if (!(may_gc && (kind(r) & kRef))) store_value(r);
-    if (may_gc) spill_refs();
-    cache_to_thread();
+  void reload_value(ir::Reg r) { cc_.mov(v_[r], slot(r)); }
+  void load_tag(ir::Reg r) { cc_.movzx(t_[r], tag_slot(r)); }
+  void zero(ir::Reg r) { cc_.xor_(v_[r].r32(), v_[r].r32()); }
+  void tag_ref_slot(ir::Reg r) { cc_.mov(tag_slot(r), 1); }
+  void load_constant(const x86::Gp& dst, std::uint64_t value) { cc_.mov(dst, imm(value)); }
+  x86::Gp new_scratch() { return cc_.newUIntPtr("bs"); }
+  InvokeNode* call_runtime(const void* fn, const FuncSignature& signature) {
     InvokeNode* call = nullptr;
-    cc_.invoke(&call, imm(reinterpret_cast<std::uint64_t>(fn)),
-               FuncSignatureT<std::uint32_t, void*, std::uint32_t, std::uint32_t, sim::Value*>(CallConvId::kHost));
-    x86::Gp status = cc_.newUInt32("status");
-    call->setArg(0, T_);
-    call->setArg(1, imm(in_.fn));
-    call->setArg(2, imm(pc));
-    call->setArg(3, R_);
-    call->setRet(0, status);
-    cc_.test(status, status);
-    cc_.jnz(exit_error_);
-    cache_from_thread();
-    if (may_gc) reload_refs();
-    if (dst != ir::kNoReg && !(may_gc && (kind(dst) & kRef))) load_value(dst);
-    else if (dst != ir::kNoReg && kind(dst) == kDynamic) cc_.movzx(t_[dst], tag_slot(dst));
+    cc_.invoke(&call, imm(reinterpret_cast<std::uint64_t>(fn)), signature);
+    return call;
+  }
+  void jump(Label l) { cc_.jmp(l); }
+  void jump_if_nonzero(const x86::Gp& r, Label l) {
+    cc_.test(r, r);
+    cc_.jnz(l);
+  }
+  void set_up() {}  // nothing: the barrier has &desc and the bounds as immediates
+  void return_failure() {
+    x86::Gp one = cc_.newUInt32("one");
+    cc_.mov(one, 1);
+    cc_.ret(one);
   }
 
   // The object checks of an access: a reference (tag), not null.
@@ -163,58 +118,9 @@ class X86Lower {
     }
   }
 
-  // The barrier, inline (backends/x86_64/x86_barrier.h) with virtual registers: the allocator
-  // picks its scratch registers around the IR's.
-  void barrier(ir::Reg r, const DecodedInstr& d, unsigned operand) {
-    if (!(d.kept >> operand & 1) || !in_.barriers) return;
-    const EmitterConfig cfg = site_config(in_.barrier, d.cache_use[operand]);
-    X86BarrierRegs regs;
-    regs.obj = v_[r];
-    regs.thread = TS_;
-    if (pinned()) regs.cache = cache_;
-    for (auto& g : regs.scratch) g = cc_.newUIntPtr("bs");
-    marks_.around(cc_, pc_, [&] {
-      if (Status s = emit_access_barrier(cc_, cfg, *in_.request->desc, regs); !s && barrier_error_.empty())
-        barrier_error_ = s.error().message;
-    });
-  }
-  bool pinned() const { return pinned_; }
-  // A pinned cache lives in a register inside the method; callees, the interpreter and the
-  // collector (which resets it at gc_end) use the ThreadState field, so write it back before
-  // every call and reload it after.
-  void cache_to_thread() {
-    if (!pinned()) return;
-    X86BarrierRegs regs;
-    regs.thread = TS_;
-    regs.cache = cache_;
-    if (Status s = emit_store_pinned_cache(cc_, in_.barrier, regs); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
-  }
-  void cache_from_thread() {
-    if (!pinned()) return;
-    X86BarrierRegs regs;
-    regs.thread = TS_;
-    regs.cache = cache_;
-    if (Status s = emit_load_pinned_cache(cc_, in_.barrier, regs); !s && barrier_error_.empty()) barrier_error_ = s.error().message;
-  }
-
   void lower(std::uint32_t pc, const DecodedInstr& d);
   void lower_binary(std::uint32_t pc, const DecodedInstr& d);
   void lower_array(std::uint32_t pc, const DecodedInstr& d);
-
-  const LowerInput& in_;
-  const ir::Function& f_;
-  const std::vector<DecodedInstr>& code_;
-  const bool pinned_;  // the cache in a register for this function (see function_uses_cache)
-  const FunctionKinds& k_;
-  CodeHolder holder_;
-  x86::Compiler cc_;
-  x86::Gp T_, R_, RET_, TS_, flags_, cache_;
-  std::string barrier_error_;
-  std::vector<x86::Gp> v_, t_;
-  std::vector<Label> labels_, fail_;
-  Label exit_error_;
-  std::uint32_t pc_ = 0;  // the instruction being lowered
-  BarrierMarks marks_{in_};
 };
 
 void X86Lower::lower_binary(std::uint32_t pc, const DecodedInstr& d) {
@@ -424,14 +330,7 @@ void X86Lower::lower(std::uint32_t pc, const DecodedInstr& d) {
       cc_.mov(flag, imm(reinterpret_cast<std::uint64_t>(&in_.request->heap->stop_flag())));
       cc_.cmp(x86::byte_ptr(flag), 0);
       cc_.je(done);
-      spill_refs();
-      cache_to_thread();
-      InvokeNode* call = nullptr;
-      cc_.invoke(&call, imm(reinterpret_cast<std::uint64_t>(&sim::rt::safepoint)),
-                 FuncSignatureT<std::uint32_t, void*>(CallConvId::kHost));
-      call->setArg(0, T_);
-      cache_from_thread();
-      reload_refs();
+      park_at_safepoint();
       cc_.bind(done);
       break;
     }
@@ -468,107 +367,6 @@ void X86Lower::lower(std::uint32_t pc, const DecodedInstr& d) {
       break;
     }
   }
-}
-
-Lowered X86Lower::run() {
-  Lowered out;
-  ErrorCatcher errors;
-  StringLogger logger;
-  holder_.init(in_.runtime->environment());
-  holder_.setErrorHandler(&errors);
-  if (in_.listing) holder_.setLogger(&logger);
-  holder_.attach(&cc_);
-
-  FuncNode* func = cc_.addFunc(
-      FuncSignatureT<std::uint32_t, void*, sim::Value*, sim::Value*, ThreadState*>(CallConvId::kHost));
-  T_ = cc_.newUIntPtr("thread");
-  R_ = cc_.newUIntPtr("regs");
-  RET_ = cc_.newUIntPtr("ret");
-  TS_ = cc_.newUIntPtr("ts");
-  func->setArg(0, T_);
-  func->setArg(1, R_);
-  func->setArg(2, RET_);
-  func->setArg(3, TS_);
-  flags_ = cc_.newUIntPtr("type_flags");
-  cc_.mov(flags_, imm(reinterpret_cast<std::uint64_t>(in_.type_flags)));
-  exit_error_ = cc_.newLabel();
-  if (pinned()) {
-    cache_ = cc_.newUIntPtr("cache");
-    cache_from_thread();
-  }
-  labels_.assign(code_.size(), Label());
-  fail_.assign(code_.size(), Label());
-  // Labels only where blocks start, so asmjit's allocator sees the IR's basic blocks.
-  for (const DecodedInstr& d : code_)
-    for (std::uint32_t t : d.targets) label_at(t);
-
-  // Prologue: registers the frame defines (parameters, and {0, scalar} for the rest, which
-  // reads before a definition see) come from their slots; reference slots get their tag once.
-  v_.resize(f_.num_regs);
-  t_.resize(f_.num_regs);
-  std::vector<std::uint8_t> is_param(f_.num_regs, 0);
-  for (ir::Reg p : f_.params) is_param[p] = 1;
-  for (ir::Reg r = 0; r < f_.num_regs; ++r) {
-    v_[r] = cc_.newInt64("v%u", r);
-    if (kind(r) == kDynamic) t_[r] = cc_.newUInt64("tag%u", r);
-    if (kind(r) == kScalar && !is_param[r] && !k_.maybe_uninit[r]) {
-      cc_.xor_(v_[r].r32(), v_[r].r32());
-      continue;
-    }
-    load_value(r);
-    if (kind(r) == kRef) cc_.mov(tag_slot(r), 1);
-  }
-
-  for (std::uint32_t pc = 0; pc < code_.size(); ++pc) {
-    if (labels_[pc].isValid()) cc_.bind(labels_[pc]);
-    pc_ = pc;
-    lower(pc, code_[pc]);
-    if (errors.first != kErrorOk || !barrier_error_.empty()) break;
-  }
-  // Failed checks: the operands go to their slots and the interpreter's diagnosis says why.
-  for (std::uint32_t pc = 0; pc < code_.size(); ++pc) {
-    if (!fail_[pc].isValid()) continue;
-    cc_.bind(fail_[pc]);
-    const DecodedInstr& d = code_[pc];
-    for (ir::Reg r : {d.a, d.b, d.c})
-      if (r != ir::kNoReg) store_value(r);
-    cache_to_thread();
-    InvokeNode* call = nullptr;
-    cc_.invoke(&call, imm(reinterpret_cast<std::uint64_t>(&sim::rt::fail)),
-               FuncSignatureT<std::uint32_t, void*, std::uint32_t, std::uint32_t, sim::Value*>(CallConvId::kHost));
-    call->setArg(0, T_);
-    call->setArg(1, imm(in_.fn));
-    call->setArg(2, imm(pc));
-    call->setArg(3, R_);
-    cc_.jmp(exit_error_);
-  }
-  cc_.bind(exit_error_);
-  x86::Gp one = cc_.newUInt32("one");
-  cc_.mov(one, 1);
-  cc_.ret(one);
-  cc_.endFunc();
-  if (!barrier_error_.empty()) {
-    out.error = "barrier: " + barrier_error_;
-    return out;
-  }
-  if (errors.first == kErrorOk) cc_.finalize();
-  if (errors.first != kErrorOk) {
-    out.error = fmt::format("asmjit: {} ({})", errors.text, DebugUtils::errorAsString(errors.first));
-    return out;
-  }
-  sim::CompiledFn fn = nullptr;
-  if (asmjit::Error e = in_.runtime->add(&fn, &holder_); e != kErrorOk) {
-    out.error = fmt::format("asmjit: cannot place the code ({})", DebugUtils::errorAsString(e));
-    return out;
-  }
-  out.entry = fn;
-  out.code_bytes = holder_.codeSize();
-  marks_.resolve(holder_, reinterpret_cast<const void*>(fn), f_.name);
-  if (in_.listing) {
-    *in_.listing += fmt::format("; {}\n", f_.name);
-    in_.listing->append(logger.data(), logger.dataSize());
-  }
-  return out;
 }
 
 }  // namespace
