@@ -220,7 +220,6 @@ __attribute__((target("popcnt"))) std::uint64_t scan_popcnt(std::uint8_t* data, 
   return scan_words<kMode>(data, first, words, out);
 }
 
-// A bitmap is mostly zero: one test per 64 bytes (8 words), the words only where it fails.
 // The set bits of each byte of v (0-8), by a 16-entry table looked up per nibble.
 __attribute__((target("avx2"))) inline __m256i popcount_bytes(__m256i v) {
   const __m256i table = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,  //
@@ -231,6 +230,7 @@ __attribute__((target("avx2"))) inline __m256i popcount_bytes(__m256i v) {
   return _mm256_add_epi8(_mm256_shuffle_epi8(table, low), _mm256_shuffle_epi8(table, high));
 }
 
+// A bitmap is mostly zero: one test per 64 bytes (8 words), the words only where it fails.
 // A block with marks is counted (and, to clear, zeroed) as two vectors when no word list is
 // wanted: the harvest of a densely marked bitmap (a small heap of large objects, whose every
 // block holds a mark: scimark's) took ~48 instructions a block word by word, ~20 this way.

@@ -903,7 +903,8 @@ OBJPROF_ALWAYS_INLINE void Profiler::card_or_log_move(internal::CollectorCounts&
 }
 
 // The traced hooks' fast paths make no call but tail calls: the thread's log cached, its
-// buffer made and with room, a tracked move carded (or logged by a tail call). A flush, a
+// buffer made and with room, a tracked move carded (or logged by a tail call, log_move being
+// out of line). A flush, a
 // collector thread's first event, a log's growth: the *_slow paths. With calls on the fast path
 // the compiler saved six registers around every move (~14 instructions of ~75 per move in
 // listleak-semispace's traced GCs).
@@ -918,13 +919,7 @@ void Profiler::move_traced(Address from, Address to) {
   if (b == nullptr || !b->fits(trace::kMaxMovePackedBytes)) [[unlikely]] return move_traced_slow(from, to);
   b->move_fitting(from, to);
   ++local.moves_seen;
-  if (!tracked_start(starts, off)) return;
-  if (std::uint32_t* cards = short_hook_cards();
-      cards != nullptr && internal::StaleTracker::card_move(cards, starts, off, to - space_begin_)) {
-    ++local.moves_carded;
-    return;
-  }
-  return log_move(local, from, to);
+  if (tracked_start(starts, off)) card_or_log_move(local, starts, from, to);  // its log_move is a tail call
 }
 
 void Profiler::move_traced_slow(Address from, Address to) {

@@ -39,17 +39,15 @@ void ProgressClocks::record(std::uint32_t slot, std::uint64_t epoch, std::uint64
   // One value per gc_begin; a thread attached in the middle of an epoch gets its first at the
   // next one, and the epochs before carry that first value back (nothing earlier was its own).
   const std::uint64_t i = epoch - s.first_epoch;
-  if (s.bytes.size() <= i) {
-    // Room for a few dozen epochs at once: a fresh profiler's first GCs otherwise grow the
-    // vector at 1, 2, 4 and 8 values, an allocation and a copy each inside gc_begin.
-    if (s.bytes.capacity() <= i) s.bytes.reserve(std::max<std::size_t>(2 * s.bytes.capacity(), std::max<std::uint64_t>(i + 1, 64)));
-    s.bytes.resize(i + 1, s.bytes.empty() ? 0 : s.bytes.back());
-  }
+  // Room for a few dozen epochs from the first value (resize doubles after that): a fresh
+  // profiler's first GCs otherwise grow the vector at 1, 2, 4 and 8 values, an allocation and
+  // a copy each inside gc_begin.
+  if (s.bytes.capacity() == 0) s.bytes.reserve(64);
+  if (s.bytes.size() <= i) s.bytes.resize(i + 1, s.bytes.empty() ? 0 : s.bytes.back());
   s.bytes[i] = bytes;
   const std::uint64_t before = i > 0 ? s.bytes[i - 1] : 0;
   if (bytes > before) s.busiest = std::max(s.busiest, bytes - before);
 }
-
 
 bool ProgressClocks::is_closed(std::uint32_t slot) const {
   std::lock_guard<std::mutex> lock(mutex_);
