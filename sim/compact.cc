@@ -14,6 +14,7 @@
 // What is left above the last live object is one bump region; the free lists are empty.
 #include "heap.h"
 #include "free_runs.h"
+#include "move_runs.h"
 
 #include <algorithm>
 #include <cstring>
@@ -57,12 +58,25 @@ void Heap::compact_marksweep(GcInfo& info) {
   for (Address a : compact_from_) for_each_ref_slot(a, forward);
   for (Address a : los_objects_)
     if (is_marked(a)) for_each_ref_slot(a, forward);
-  for (std::size_t i = 0; i < compact_from_.size(); ++i) {
+  // Slid in address order. With move ranges, neighbours that slide by the same distance (no
+  // dead object between them) are reported as one run.
+  const bool runs = options_.move_ranges;
+  for (std::size_t i = 0; i < compact_from_.size();) {
     const Address from = compact_from_[i], to = compact_to_[i];
-    if (from == to) continue;
-    std::memmove(reinterpret_cast<void*>(to), reinterpret_cast<const void*>(from), object_size(from));
-    if (profiler_) profiler_->on_move(from, to);
-    ++info.moved_objects;
+    std::uint64_t bytes = 0, first = 0, objects = 0;
+    do {
+      const std::uint64_t size = object_size(compact_from_[i]);
+      if (from != to)
+        std::memmove(reinterpret_cast<void*>(to + bytes), reinterpret_cast<const void*>(from + bytes), size);
+      const std::uint64_t cell = cell_size(size);
+      if (first == 0) first = cell;
+      bytes += cell;
+      ++objects;
+      ++i;
+    } while (runs && i < compact_from_.size() && compact_from_[i] == from + bytes && compact_to_[i] == to + bytes);
+    if (from == to) continue;  // objects before the first dead one stay where they are
+    if (profiler_) report_move_run(*profiler_, from, to, bytes, first);
+    info.moved_objects += objects;
   }
   for (auto& l : small_free_) l.clear();
   large_free_.clear();

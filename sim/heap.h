@@ -59,6 +59,7 @@
 namespace objprof::sim {
 
 enum class DeathReports;  // free_runs.h: how a collector loop reports deaths
+enum class MoveReports;   // move_runs.h: and moves
 
 inline constexpr std::uint64_t kHeaderBytes = 16;
 inline constexpr std::uint64_t kSlotBytes = 8;
@@ -119,6 +120,10 @@ struct HeapOptions {
   // compaction), and a semispace GC's whole evacuated from-space as one range after its moves
   // (a range frees only what the GC did not move). false: one on_free per dead object.
   bool free_ranges = true;
+  // Moves go to the profiler as runs: objects next to each other copied (semispace) or slid
+  // (compaction) next to each other as one on_move_range (move_runs.h). false: one on_move per
+  // moved object.
+  bool move_ranges = true;
   // Root marks (ir::ElimOptions::roots_marked): every collection hands each object a mutator
   // frame references to Profiler::on_root, at its post-GC address, before the mutators resume,
   // so code compiled under the root-marks model loses no mark. The interpreter's frames hold
@@ -248,9 +253,12 @@ class Heap {
     std::atomic_ref<std::uint64_t>(slots(obj)[i]).store(v, std::memory_order_release);
   }
   const SimType& type_of(Address obj) const { return types_[header(obj).type]; }
-  std::uint64_t slot_count(Address obj) const {
-    const SimType& t = type_of(obj);
-    return t.is_array ? header(obj).word : t.num_slots();
+  std::uint64_t slot_count(Address obj) const { return slot_count(header(obj), types_.data()); }
+  // The same from a header and the type table, for a loop that calls out and would otherwise
+  // reload the table at every object (walk_from_space).
+  static std::uint64_t slot_count(const ObjHeader& h, const SimType* types) {
+    const SimType& t = types[h.type];
+    return t.is_array ? h.word : t.num_slots();
   }
   bool slot_is_ref(Address obj, std::uint64_t i) const {
     const SimType& t = type_of(obj);
@@ -319,9 +327,8 @@ class Heap {
   // runs' bookkeeping then costs the unprofiled sweep nothing.
   template <DeathReports kMode>
   bool sweep_cells_loop(std::uint64_t budget);
-  template <DeathReports kMode>
+  template <DeathReports kMode, MoveReports kMoves>
   void walk_from_space(GcInfo& info);
-  void report_move(Address from, Address to);
   // The mark-sweep space's allocation (sweep.cc): best fit among the listed gaps, else the
   // bump region; list_free lists a gap (writing its free-cell header).
   Address ms_allocate(std::uint64_t cell);

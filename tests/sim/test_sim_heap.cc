@@ -217,7 +217,18 @@ Replay replay(const trace::Contents& c, bool evacuating) {
     std::vector<std::pair<std::uint64_t, std::size_t>> moved;
     for (auto& m : c.moves) {
       if (m.epoch != e) continue;
-      REQUIRE_FALSE(m.range);
+      if (m.range) {
+        // A run of neighbours moved together (HeapOptions::move_ranges): every live object
+        // that starts in it moves by the same distance. A lone one is an on_move.
+        INFO("move range at " << m.from << " (" << m.bytes << " bytes) in epoch " << e);
+        const auto first = rp.live.lower_bound(m.from), last = rp.live.lower_bound(m.from + m.bytes);
+        REQUIRE(first != last);
+        REQUIRE(first->first == m.from);  // a run starts at an object
+        REQUIRE(std::distance(first, last) >= 2);
+        for (auto it = first; it != last; ++it) moved.emplace_back(it->first - m.from + m.to, it->second);
+        rp.live.erase(first, last);
+        continue;
+      }
       auto it = rp.live.find(m.from);
       INFO("move from " << m.from << " in epoch " << e);
       REQUIRE(it != rp.live.end());  // moves chain: from is a live (pre-GC) address
