@@ -2,8 +2,9 @@
 // stop-the-world collector (one call covers the whole space) and the lazy one (a bounded step
 // per allocation, docs/sim.md):
 // - Dead objects become free cells (type 0, their cell size in word 1) as they are reported
-//   (runs of them with one on_free_range, flushed before a step returns, since mutators may
-//   allocate in them after it), so the space stays walkable at every step.
+//   (the cells between two live objects, when they held a dead one, with one on_free_range,
+//   flushed before a step returns, since mutators may allocate in them after it), so the space
+//   stays walkable at every step.
 // - Runs of free cells are coalesced and put on the size-segregated free lists only when the
 //   run closes. A run still open at the end of a step stays open into the next step (so runs
 //   coalesce across steps), unless an allocation needs it now (list_open_run): a long dead
@@ -57,7 +58,23 @@ bool Heap::sweep_cells_loop(std::uint64_t budget) {
   const Address stop = budget >= sweep_end_ - sweep_cursor_ ? sweep_end_ : sweep_cursor_ + budget;
   Address a = sweep_cursor_;
   // Reported before this step returns: mutators may allocate in the runs it frees.
-  FreeRuns<kMode> deaths(profiler_);
+  FreeRuns<kMode == DeathReports::kEach ? DeathReports::kEach : DeathReports::kNone> each(profiler_);
+  // kRuns: the cells since the last live object (or since this step's start) go to the profiler
+  // as one on_free_range when a live object or the step's end closes them and they held a dead
+  // object, free cells and all (a range may cover free memory). The loop's own count of the
+  // dead tells whether they did, so a dead object costs the sweep nothing more than without a
+  // profiler (keeping each run's first dead object cost three instructions per dead object).
+  Address run_begin = a;
+  // The step's dead, counted in a local: the header writes below may alias the members.
+  std::uint64_t freed = 0, reported = 0;
+  auto report_run = [&](Address end) {
+    if constexpr (kMode == DeathReports::kRuns) {
+      if (freed != reported) {
+        profiler_->on_free_range(run_begin, end - run_begin);
+        reported = freed;
+      }
+    }
+  };
   while (a < stop) {
     ObjHeader& h = header(a);
     std::uint64_t cell;
@@ -68,12 +85,13 @@ bool Heap::sweep_cells_loop(std::uint64_t budget) {
       const std::uint64_t size = object_size(a);
       cell = cell_size(size);
       if (is_marked(a)) {
-        deaths.flush(a);
+        report_run(a);
+        run_begin = a + cell;
         close_run(a);
         gc_.live_bytes_after += cell;
       } else {
-        deaths.dead(a);
-        ++gc_.freed_objects;
+        each.dead(a);
+        ++freed;
         gc_.freed_bytes += size;
         h.type = kFreeCellType;
         h.word = cell;
@@ -82,7 +100,8 @@ bool Heap::sweep_cells_loop(std::uint64_t budget) {
     }
     a += cell;
   }
-  deaths.flush(a);
+  report_run(a);
+  gc_.freed_objects += freed;
   sweep_cursor_ = a;  // may pass `stop` by the rest of the last cell
   if (sweep_cursor_ < sweep_end_) return false;
   if (sweep_run_ != 0) {
