@@ -844,8 +844,9 @@ std::int64_t StaleTracker::card_range(std::uint32_t* cards, const std::uint64_t*
   constexpr unsigned kShift = kMoveCardLog2 - 3;  // granule -> card
   const std::uint64_t g0 = (off + 7) >> 3, g1 = (off + bytes + 7) >> 3;  // the granules starting inside
   if (g0 >= g1) return 0;
-  // fn(g, the start-bit word holding g) for each start g in [g0, end), in order, while it
-  // returns true; the start it stopped at, or end.
+  // fn(g, the start-bit word holding g, whether each of its two cards holds one start at
+  // most) for each start g in [g0, end), in order, while it returns true; the start it
+  // stopped at, or end.
   auto each_start = [&](std::uint64_t end, auto&& fn) {
     const std::uint64_t first = g0 >> 6, last = (end - 1) >> 6;
     for (std::uint64_t w = first; w <= last; ++w) {
@@ -853,19 +854,24 @@ std::int64_t StaleTracker::card_range(std::uint32_t* cards, const std::uint64_t*
       std::uint64_t bits = word;
       if (w == first) bits &= head_mask(g0);
       if (w == last) bits &= tail_mask(end);
+      if (bits == 0) continue;
+      const std::uint32_t low = static_cast<std::uint32_t>(word), high = static_cast<std::uint32_t>(word >> 32);
+      const bool sole = (low & (low - 1)) == 0 && (high & (high - 1)) == 0;
       for (; bits != 0; bits &= bits - 1) {
         const std::uint64_t g = (w << 6) | static_cast<unsigned>(std::countr_zero(bits));
-        if (!fn(g, word)) return g;
+        if (!fn(g, word, sole)) return g;
       }
     }
     return end;
   };
   const std::uint64_t dg = static_cast<std::uint64_t>(static_cast<std::int64_t>(delta) >> 3);  // delta in granules
   std::int64_t carded = 0;
-  const std::uint64_t stopped = each_start(g1, [&](std::uint64_t g, std::uint64_t word) {
+  const std::uint64_t stopped = each_start(g1, [&](std::uint64_t g, std::uint64_t word, bool sole) {
     std::uint32_t& e = cards[g >> kShift];
-    // sole_start_in_card, from the word already read: the card is its half that holds g.
-    if (e != 0 || static_cast<std::uint32_t>(word >> (g & 32)) != std::uint32_t{1} << (g & 31)) return false;
+    // sole_start_in_card, from the word already read (the card is its half that holds g); once
+    // per word where neither half holds two starts, the usual case (with the default
+    // min_tracked_size of 256 bytes no two tracked objects start in one card).
+    if (e != 0 || (!sole && static_cast<std::uint32_t>(word >> (g & 32)) != std::uint32_t{1} << (g & 31))) return false;
     e = static_cast<std::uint32_t>(g + dg) + 1;
     ++carded;
     return true;
@@ -874,7 +880,7 @@ std::int64_t StaleTracker::card_range(std::uint32_t* cards, const std::uint64_t*
   // The starts before it were carded (their cards were free, and no other thread writes the
   // card of an object that starts there): they go back to free.
   if (stopped > g0)
-    each_start(stopped, [&](std::uint64_t g, std::uint64_t) {
+    each_start(stopped, [&](std::uint64_t g, std::uint64_t, bool) {
       cards[g >> kShift] = 0;
       return true;
     });
