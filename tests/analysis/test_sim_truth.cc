@@ -18,6 +18,7 @@
 
 #include <set>
 #include <tuple>
+#include <utility>
 
 namespace test_sim_truth {
 
@@ -98,6 +99,14 @@ void check_against_truth(const SimRun& run, const TraceAnalysis& a) {
   CHECK(live.size() == run.live.size());
   CHECK(live == run.live);
   CHECK(a.live_objects == run.live.size());
+}
+
+// The run's trace analysed and checked against what the sim itself counted.
+TraceAnalysis analyzed(const SimRun& run) {
+  auto a = analyze(run.trace);
+  REQUIRE(a.ok());
+  check_against_truth(run, *a);
+  return std::move(*a);
 }
 
 // The objects whose histories differ between the analyses of one run reported two ways: the
@@ -227,17 +236,12 @@ TEST_CASE("sim ground truth: deaths reported as runs (on_free_range) read as one
       CHECK(runs.prof.frees + runs.prof.free_ranges < each.prof.frees);  // fewer calls
       CHECK(runs.prof.leaks_reported == each.prof.leaks_reported);
       CHECK(runs.trace.size() < each.trace.size());
-      auto a = analyze(runs.trace);
-      auto b = analyze(each.trace);
-      REQUIRE(a.ok());
-      REQUIRE(b.ok());
-      check_against_truth(runs, *a);
-      check_against_truth(each, *b);
-      CHECK(a->stats.free_ranges == runs.prof.free_ranges);
-      CHECK(a->stats.range_freed + a->stats.frees == b->stats.frees);
-      CHECK(histories_differ(*a, *b) == 0);
-      REQUIRE(a->gcs.size() == b->gcs.size());
-      for (std::size_t i = 0; i < a->gcs.size(); ++i) CHECK(a->gcs[i].freed_bytes == b->gcs[i].freed_bytes);
+      const TraceAnalysis a = analyzed(runs), b = analyzed(each);
+      CHECK(a.stats.free_ranges == runs.prof.free_ranges);
+      CHECK(a.stats.range_freed + a.stats.frees == b.stats.frees);
+      CHECK(histories_differ(a, b) == 0);
+      REQUIRE(a.gcs.size() == b.gcs.size());
+      for (std::size_t i = 0; i < a.gcs.size(); ++i) CHECK(a.gcs[i].freed_bytes == b.gcs[i].freed_bytes);
     }
 }
 
@@ -259,22 +263,17 @@ TEST_CASE("sim ground truth: moves reported as runs (on_move_range) read as one 
       REQUIRE(runs.heap.objects_moved == each.heap.objects_moved);
       REQUIRE(runs.heap.compactions == each.heap.compactions);
       CHECK(each.prof.moves == each.heap.objects_moved);  // one call per moved object
-      auto a = analyze(runs.trace);
-      auto b = analyze(each.trace);
-      REQUIRE(a.ok());
-      REQUIRE(b.ok());
-      check_against_truth(runs, *a);
-      check_against_truth(each, *b);
-      CHECK(b->stats.move_ranges == 0);
-      CHECK(a->stats.moves + a->stats.move_ranges == runs.prof.moves);
+      const TraceAnalysis a = analyzed(runs), b = analyzed(each);
+      CHECK(b.stats.move_ranges == 0);
+      CHECK(a.stats.moves + a.stats.move_ranges == runs.prof.moves);
       if (gc == sim::GcPolicy::kSemiSpace || runs.heap.compactions > 0) {
         REQUIRE(runs.heap.objects_moved > 0);
-        CHECK(a->stats.move_ranges > 0);
+        CHECK(a.stats.move_ranges > 0);
         CHECK(runs.prof.moves < each.prof.moves);  // fewer calls
       }
       CHECK(runs.prof.leaks_reported == each.prof.leaks_reported);
       CHECK(runs.prof.tracked_live == each.prof.tracked_live);
-      CHECK(histories_differ(*a, *b) == 0);
+      CHECK(histories_differ(a, b) == 0);
     }
 }
 
