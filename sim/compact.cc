@@ -25,7 +25,7 @@ void Heap::compact_marksweep(GcInfo& info) {
   compact_from_.clear();
   compact_to_.clear();
   Address free = ms_begin_;
-  with_death_reports(death_reports(profiler_, options_.free_ranges), [&](auto mode) {
+  with_report_mode(death_reports(profiler_, options_.free_ranges), [&](auto mode) {
     FreeRuns<decltype(mode)::value> deaths(profiler_);
     for (Address a = ms_begin_; a < ms_bump_;) {
       const ObjHeader& h = header(a);
@@ -63,13 +63,13 @@ void Heap::compact_marksweep(GcInfo& info) {
   const bool runs = options_.move_ranges;
   for (std::size_t i = 0; i < compact_from_.size();) {
     const Address from = compact_from_[i], to = compact_to_[i];
-    std::uint64_t bytes = 0, first = 0, objects = 0;
+    const std::uint64_t first = cell_size(object_size(from));  // the run's first object, for a run of one
+    std::uint64_t bytes = 0, objects = 0;
     do {
       const std::uint64_t size = object_size(compact_from_[i]);
       if (from != to)
         std::memmove(reinterpret_cast<void*>(to + bytes), reinterpret_cast<const void*>(from + bytes), size);
       const std::uint64_t cell = cell_size(size);
-      if (first == 0) first = cell;
       bytes += cell;
       ++objects;
       ++i;

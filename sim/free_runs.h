@@ -1,14 +1,15 @@
 // How the sim's collectors report deaths: adjacent dead objects (with the free cells between
 // them) as one Profiler::on_free_range, a lone dead object as one on_free, or every dead object
 // as an on_free of its own. A sweep's cost to the profiler then follows the runs of dead cells,
-// not the objects in them. The mode is a template parameter, so that a collector loop that
+// not the objects in them. The mode is a template parameter (with_report_mode), so that a collector loop that
 // reports nothing (no profiler) or each object carries no test of the others per object.
 #pragma once
+
+#include "report_mode.h"
 
 #include <objprof/profiler.h>
 
 #include <cstdint>
-#include <type_traits>
 
 namespace objprof::sim {
 
@@ -18,17 +19,6 @@ enum class DeathReports { kNone, kEach, kRuns };
 inline DeathReports death_reports(const Profiler* profiler, bool ranges) {
   if (profiler == nullptr) return DeathReports::kNone;
   return ranges ? DeathReports::kRuns : DeathReports::kEach;
-}
-
-// fn(std::integral_constant<DeathReports, mode>{}) for the run-time `mode`.
-template <class Fn>
-decltype(auto) with_death_reports(DeathReports mode, Fn&& fn) {
-  switch (mode) {
-    case DeathReports::kEach: return fn(std::integral_constant<DeathReports, DeathReports::kEach>{});
-    case DeathReports::kRuns: return fn(std::integral_constant<DeathReports, DeathReports::kRuns>{});
-    case DeathReports::kNone: break;
-  }
-  return fn(std::integral_constant<DeathReports, DeathReports::kNone>{});
 }
 
 template <DeathReports kMode>

@@ -542,8 +542,8 @@ void Heap::collect_semispace(GcInfo& info) {
   const bool evacuate = profiler_ && options_.free_ranges;
   const DeathReports deaths = profiler_ && !evacuate ? DeathReports::kEach : DeathReports::kNone;
   const MoveReports moves = move_reports(profiler_, options_.move_ranges);
-  with_death_reports(deaths, [&](auto d) {
-    with_move_reports(moves, [&](auto m) { walk_from_space<decltype(d)::value, decltype(m)::value>(info); });
+  with_report_mode(deaths, [&](auto d) {
+    with_report_mode(moves, [&](auto m) { walk_from_space<decltype(d)::value, decltype(m)::value>(info); });
   });
   if (evacuate && bump_ > from_begin_) profiler_->on_free_range(from_begin_, bump_ - from_begin_);
   std::swap(from_begin_, to_begin_);

@@ -6,10 +6,11 @@
 // an untracked object inside a range costs it nothing (docs/embedding.md).
 #pragma once
 
+#include "report_mode.h"
+
 #include <objprof/profiler.h>
 
 #include <cstdint>
-#include <type_traits>
 
 namespace objprof::sim {
 
@@ -19,18 +20,6 @@ enum class MoveReports { kNone, kEach, kRuns };
 inline MoveReports move_reports(const Profiler* profiler, bool ranges) {
   if (profiler == nullptr) return MoveReports::kNone;
   return ranges ? MoveReports::kRuns : MoveReports::kEach;
-}
-
-// fn(std::integral_constant<MoveReports, mode>{}) for the run-time `mode`: a collector loop
-// compiled per mode, as with_death_reports.
-template <class Fn>
-decltype(auto) with_move_reports(MoveReports mode, Fn&& fn) {
-  switch (mode) {
-    case MoveReports::kEach: return fn(std::integral_constant<MoveReports, MoveReports::kEach>{});
-    case MoveReports::kRuns: return fn(std::integral_constant<MoveReports, MoveReports::kRuns>{});
-    case MoveReports::kNone: break;
-  }
-  return fn(std::integral_constant<MoveReports, MoveReports::kNone>{});
 }
 
 // [from, from + bytes) moved to [to, to + bytes): a run of adjacent objects whose first is

@@ -904,10 +904,9 @@ OBJPROF_ALWAYS_INLINE void Profiler::card_or_log_move(internal::CollectorCounts&
 
 // The traced hooks' fast paths make no call but tail calls: the thread's log cached, its
 // buffer made and with room, a tracked move carded (or logged by a tail call, log_move being
-// out of line). A flush, a
-// collector thread's first event, a log's growth: the *_slow paths. With calls on the fast path
-// the compiler saved six registers around every move (~14 instructions of ~75 per move in
-// listleak-semispace's traced GCs).
+// out of line). A flush, a collector thread's first event, a log's growth: the *_slow paths.
+// With calls on the fast path the compiler saved six registers around every move (~14
+// instructions of ~75 per move in listleak-semispace's traced GCs).
 void Profiler::move_traced(Address from, Address to) {
   const std::uint64_t* starts = traced_hook_starts_.load(std::memory_order_relaxed);
   const Address off = from - space_begin_;

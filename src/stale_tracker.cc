@@ -620,6 +620,9 @@ struct Keeper {
   std::size_t mark_bytes;
   std::uint32_t epoch;
   Find find;
+  // Where kept and left started: what a loop kept or saw leave is the distance from them.
+  const TrackedRecord* first_kept = kept;
+  const std::uint32_t* first_left = left;
 
   // `source_retired`: a moved record under a freed bit (only the hooks' cards leave one:
   // HookCardMoves) needs no `from`: its start bit goes with the freed bits' (retire_freed).
@@ -643,6 +646,11 @@ struct Keeper {
     ++kept;
   }
   MovedOut out() const noexcept { return MovedOut{kept, from, to, left}; }
+  // Of `visited` records that were not dead-tagged, those that died: neither kept nor moved out
+  // of the space.
+  std::uint64_t dead_of(std::uint64_t visited) const noexcept {
+    return visited - static_cast<std::uint64_t>(kept - first_kept) - static_cast<std::uint64_t>(left - first_left);
+  }
 };
 
 template <bool kLiveBits, bool kMayBeTagged, bool kFreed, class Find>
@@ -651,8 +659,6 @@ std::uint64_t keep_moved(const TrackedRecord* in, const TrackedRecord* end, Move
                          Find find) {
   Keeper<Find> k{out.kept, out.from, out.to, out.left, marks, mark_bytes, epoch, find};
   const TrackedRecord* const first = in;
-  const TrackedRecord* const first_kept = k.kept;
-  const std::uint32_t* const first_left = k.left;
   std::uint64_t tagged = 0;
   for (; in != end; ++in) {
     if constexpr (kMayBeTagged) {
@@ -676,9 +682,7 @@ std::uint64_t keep_moved(const TrackedRecord* in, const TrackedRecord* end, Move
     k.keep(in, g, source_retired);
   }
   out = k.out();
-  // Every record not tagged, kept or moved out of the space died.
-  return static_cast<std::uint64_t>(end - first) - tagged - static_cast<std::uint64_t>(k.kept - first_kept) -
-         static_cast<std::uint64_t>(k.left - first_left);
+  return k.dead_of(static_cast<std::uint64_t>(end - first) - tagged);
 }
 
 #if defined(__x86_64__)
@@ -697,8 +701,6 @@ __attribute__((target("avx2"))) std::uint64_t keep_young_avx2(const TrackedRecor
                                                                   std::uint32_t epoch, Find find) {
   Keeper<Find> k{out.kept, out.from, out.to, out.left, marks, mark_bytes, epoch, find};
   const TrackedRecord* const first = in;
-  const TrackedRecord* const first_kept = k.kept;
-  const std::uint32_t* const first_left = k.left;
   const __m128i granule_lanes = _mm_setr_epi32(0, 4, 8, 12);  // four records' granules, in 32-bit units
   const __m128i low6 = _mm_set1_epi32(63);
   const __m256i one = _mm256_set1_epi64x(1);
@@ -728,8 +730,7 @@ __attribute__((target("avx2"))) std::uint64_t keep_young_avx2(const TrackedRecor
     }
   }
   out = k.out();
-  const std::uint64_t dead = static_cast<std::uint64_t>(in - first) - static_cast<std::uint64_t>(k.kept - first_kept) -
-                             static_cast<std::uint64_t>(k.left - first_left);
+  const std::uint64_t dead = k.dead_of(static_cast<std::uint64_t>(in - first));
   return dead + keep_moved<kLiveBits, false, true>(in, end, out, freed, marks, mark_bytes, epoch, 0, find);
 }
 #endif
