@@ -843,48 +843,72 @@ std::int64_t StaleTracker::card_moves(std::size_t s, std::span<const MoveLog> mo
 std::int64_t StaleTracker::card_range(std::uint32_t* cards, const std::uint64_t* starts, std::uint64_t off,
                                       std::uint64_t bytes, std::uint64_t delta) noexcept {
   constexpr unsigned kShift = kMoveCardLog2 - 3;  // granule -> card
+  static_assert(kShift == 5, "a start-bit word's two 32-bit halves are two cards, 2w and 2w + 1");
   const std::uint64_t g0 = (off + 7) >> 3, g1 = (off + bytes + 7) >> 3;  // the granules starting inside
   if (g0 >= g1) return 0;
-  // fn(g, the start-bit word holding g, whether each of its two cards holds one start at
-  // most) for each start g in [g0, end), in order, while it returns true; the start it
-  // stopped at, or end.
-  auto each_start = [&](std::uint64_t end, auto&& fn) {
-    const std::uint64_t first = g0 >> 6, last = (end - 1) >> 6;
-    for (std::uint64_t w = first; w <= last; ++w) {
-      const std::uint64_t word = starts[w];
-      std::uint64_t bits = word;
-      if (w == first) bits &= head_mask(g0);
-      if (w == last) bits &= tail_mask(end);
-      if (bits == 0) continue;
+  const std::uint64_t dg = static_cast<std::uint64_t>(static_cast<std::int64_t>(delta) >> 3);  // delta in granules
+  // Cards start g's move, or finds its card taken; a crowded card (two starts) counts as taken.
+  auto card_one = [&](std::uint64_t g, std::uint64_t word) {
+    std::uint32_t& e = cards[g >> kShift];
+    if (e != 0 || static_cast<std::uint32_t>(word >> (g & 32)) != std::uint32_t{1} << (g & 31)) return false;
+    e = static_cast<std::uint32_t>(g + dg) + 1;
+    return true;
+  };
+  const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
+  std::int64_t carded = 0;
+  std::uint64_t stopped = g1;  // the first start that could not be carded, or g1
+  std::uint64_t mask = head_mask(g0);
+  for (std::uint64_t w = first;; ++w) {
+    if (w == last) mask &= tail_mask(g1);
+    const std::uint64_t word = starts[w];
+    const std::uint64_t bits = word & mask;
+    mask = ~std::uint64_t{0};
+    if (bits != 0) {
       const std::uint32_t low = static_cast<std::uint32_t>(word), high = static_cast<std::uint32_t>(word >> 32);
-      const bool sole = (low & (low - 1)) == 0 && (high & (high - 1)) == 0;
-      for (; bits != 0; bits &= bits - 1) {
-        const std::uint64_t g = (w << 6) | static_cast<unsigned>(std::countr_zero(bits));
-        if (!fn(g, word, sole)) return g;
+      if (((low & (low - 1)) | (high & (high - 1))) == 0) {
+        // Neither half holds two starts (the usual case: with the default min_tracked_size of
+        // 256 bytes no two tracked objects start in one card), so the word's starts in range are
+        // at most one per card, its cards 2w and 2w + 1: both checked, then both written, with
+        // no loop over the bits (~10 instructions less per start than one at a time).
+        const std::uint32_t in_low = static_cast<std::uint32_t>(bits), in_high = static_cast<std::uint32_t>(bits >> 32);
+        std::uint32_t* const pair = cards + 2 * w;
+        if ((in_low != 0 && pair[0] != 0) || (in_high != 0 && pair[1] != 0)) {
+          stopped = (w << 6) | static_cast<unsigned>(std::countr_zero(bits));
+          break;
+        }
+        const std::uint32_t base = static_cast<std::uint32_t>((w << 6) + dg) + 1;
+        if (in_low != 0) {
+          pair[0] = base + static_cast<std::uint32_t>(std::countr_zero(in_low));
+          ++carded;
+        }
+        if (in_high != 0) {
+          pair[1] = base + 32 + static_cast<std::uint32_t>(std::countr_zero(in_high));
+          ++carded;
+        }
+      } else {
+        std::uint64_t rest = bits;
+        for (; rest != 0; rest &= rest - 1) {
+          const std::uint64_t g = (w << 6) | static_cast<unsigned>(std::countr_zero(rest));
+          if (!card_one(g, word)) break;
+          ++carded;
+        }
+        if (rest != 0) {
+          stopped = (w << 6) | static_cast<unsigned>(std::countr_zero(rest));
+          break;
+        }
       }
     }
-    return end;
-  };
-  const std::uint64_t dg = static_cast<std::uint64_t>(static_cast<std::int64_t>(delta) >> 3);  // delta in granules
-  std::int64_t carded = 0;
-  const std::uint64_t stopped = each_start(g1, [&](std::uint64_t g, std::uint64_t word, bool sole) {
-    std::uint32_t& e = cards[g >> kShift];
-    // sole_start_in_card, from the word already read (the card is its half that holds g); once
-    // per word where neither half holds two starts, the usual case (with the default
-    // min_tracked_size of 256 bytes no two tracked objects start in one card).
-    if (e != 0 || (!sole && static_cast<std::uint32_t>(word >> (g & 32)) != std::uint32_t{1} << (g & 31))) return false;
-    e = static_cast<std::uint32_t>(g + dg) + 1;
-    ++carded;
-    return true;
-  });
+    if (w == last) break;
+  }
   if (stopped == g1) return carded;
   // The starts before it were carded (their cards were free, and no other thread writes the
   // card of an object that starts there): they go back to free.
-  if (stopped > g0)
-    each_start(stopped, [&](std::uint64_t g, std::uint64_t, bool) {
-      cards[g >> kShift] = 0;
-      return true;
-    });
+  for (std::uint64_t w = first; (w << 6) < stopped; ++w) {
+    std::uint64_t bits = starts[w];
+    if (w == first) bits &= head_mask(g0);
+    if (((w + 1) << 6) > stopped) bits &= ~head_mask(stopped);
+    for (; bits != 0; bits &= bits - 1) cards[((w << 6) | static_cast<unsigned>(std::countr_zero(bits))) >> kShift] = 0;
+  }
   return -1;
 }
 
