@@ -135,6 +135,7 @@ struct ProfilerState {
   std::vector<std::uint32_t> deferred_thread_ends;
   std::atomic<std::uint64_t> objects_tracked{0};
   std::uint64_t leaks_reported = 0, bits_harvested = 0, moves = 0, frees = 0, free_ranges = 0, root_marks = 0;
+  std::uint64_t reused_starts = 0, tracker_indexed_gcs = 0;  // ProfilerStats
   std::vector<StaleObject> stale;  // scratch of the stale check
   std::unordered_map<std::uint64_t, Detection> detections;  // per (site, type) group
   std::uint64_t bytes_at_gc = 0;
@@ -1169,7 +1170,9 @@ Status Profiler::gc_end() {
   std::vector<const BitmapSnapshot*>& bits = st.held_bit_ptrs;
   bits.clear();
   for (const auto& h : st.held_bits) bits.push_back(h ? &*h : nullptr);
-  st.tracker.apply(bits, e, moves, ranges, frees, free_ranges, carded);
+  const internal::StaleTracker::ApplyResult applied = st.tracker.apply(bits, e, moves, ranges, frees, free_ranges, carded);
+  st.reused_starts += applied.conflicts;
+  st.tracker_indexed_gcs += applied.indexed;
   release_held_bits(st);
   if (st.checker) st.checker->gc_end();
 
@@ -1299,6 +1302,8 @@ ProfilerStats Profiler::stats() const {
   s.frees = st.frees;
   s.free_ranges = st.free_ranges;
   s.root_marks = st.root_marks;
+  s.reused_starts = st.reused_starts;
+  s.tracker_indexed_gcs = st.tracker_indexed_gcs;
   if (st.writer) {
     s.trace_bytes = st.writer->bytes_written();
     s.trace_chunks = st.writer->chunks_written();

@@ -343,6 +343,7 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const BitmapSnapshot* co
     }
     return res;
   }
+  res.indexed = true;
   settle_young();
   for (std::size_t s = 0; s < tables_.size(); ++s)
     if (const BitmapSnapshot* b = bits_of(s); b && !tables_[s].empty()) apply_bits(s, *b, epoch);

@@ -146,7 +146,12 @@ class StaleTracker {
   // new size; an untracked one is tracked from now on, with the resize's site, type and epoch
   // as its birth. Returns how many objects started being tracked.
   std::uint64_t resize(std::span<const PendingResize> resizes);
-  struct ApplyResult { std::uint64_t freed = 0, moved = 0, left_spaces = 0, conflicts = 0; };
+  // `indexed`: the GC went through the index of the records (range moves, moves across spaces,
+  // a start claimed twice, bits that could not be mapped) instead of the one pass.
+  struct ApplyResult {
+    std::uint64_t freed = 0, moved = 0, left_spaces = 0, conflicts = 0;
+    bool indexed = false;
+  };
   // Applies one GC: the epoch's access bits (`bits[s]`, the snapshot harvested at gc_begin for
   // space s, or null) as last_access = epoch to every record marked at its pre-GC granule, and
   // the GC's deaths and moves, looked up at their pre-GC addresses. Two live records at one

@@ -222,6 +222,15 @@ struct ProfilerStats {
   std::uint64_t threads_detached = 0;    // detach_thread calls so far
   std::uint64_t protocol_errors = 0;     // ProtocolErrors reported so far
   std::uint64_t path_searches = 0;       // heap walks for paths from roots
+  // Tracked objects found at a start that another live tracked object had claimed, resolved by
+  // keeping the later one: memory reused without a reported free, or two objects moved to one
+  // place. Each is a protocol slip (check_hooks reports them as ProtocolErrors as they happen).
+  std::uint64_t reused_starts = 0;
+  // GCs the stale tracker applied through its index of every record instead of its one pass
+  // over them: range moves it could not card, moves into another space, reused starts, or side
+  // bits that could not be mapped. A cost signal: a runtime whose collections all come here
+  // pays a lookup per record and event (docs/embedding.md, section 2).
+  std::uint64_t tracker_indexed_gcs = 0;
 };
 
 namespace internal {

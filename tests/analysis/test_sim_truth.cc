@@ -99,6 +99,12 @@ void check_against_truth(const SimRun& run, const TraceAnalysis& a) {
   CHECK(live.size() == run.live.size());
   CHECK(live == run.live);
   CHECK(a.live_objects == run.live.size());
+  // The sim reports every death and move, so the stale tracker never finds a start claimed
+  // twice; and without the hook checks (whose out-of-line hooks log every range move) the hooks
+  // card every move, so no GC falls back to the index of the records (ctest runs these tests
+  // both ways: "sim ground truth ... with the hook checks off").
+  CHECK(run.prof.reused_starts == 0);
+  if (!check_hooks_from_environment()) CHECK(run.prof.tracker_indexed_gcs == 0);
 }
 
 // The run's trace analysed and checked against what the sim itself counted.

@@ -198,6 +198,8 @@ void run_model(std::uint64_t seed, std::uint32_t k, bool two_spaces, bool checks
   for (const ModelObject& ob : live) tracked_live += ob.tracked;
   const ProfilerStats stats = prof->stats();
   CHECK(stats.tracked_live == tracked_live);
+  // The model reuses no memory without a free and moves nothing onto a survivor.
+  CHECK(stats.reused_starts == 0);
   // Every event counted, whichever path took it.
   CHECK(stats.moves == calls.moves);
   CHECK(stats.frees == calls.frees);
@@ -266,6 +268,7 @@ TEST_CASE("Stale detection: memory reused without a free keeps only the newer ob
       REQUIRE(prof->gc_end().ok());
     }
     CHECK(prof->stats().tracked_live == 2u);
+    CHECK(prof->stats().reused_starts == 1u);  // the slip, counted once
     REQUIRE(got.size() == 2);
     std::sort(got.begin(), got.end(), [](const LeakReport& a, const LeakReport& b) { return a.site_id > b.site_id; });
     CHECK(got[0].site_id == 2u);
@@ -298,9 +301,12 @@ TEST_CASE("Stale detection: two survivors moved onto one place keep only the lat
   if (!onto_stayer) prof->on_move(heap.at(0), heap.at(8192));  // the first arrives first...
   prof->on_move(heap.at(1024), onto_stayer ? heap.at(0) : heap.at(8192));  // ...the second last
   REQUIRE(prof->gc_end().ok());
+  CHECK(prof->stats().reused_starts == 0u);  // found at the next GC
   REQUIRE(prof->gc_begin(GcKind::kFull).ok());  // this GC resolves the double claim
   REQUIRE(prof->gc_end().ok());
   CHECK(prof->stats().tracked_live == 1u);
+  CHECK(prof->stats().reused_starts == 1u);
+  CHECK(prof->stats().tracker_indexed_gcs >= 1u);
   for (int gc = 0; gc < 3; ++gc) {
     REQUIRE(prof->gc_begin(GcKind::kFull).ok());
     REQUIRE(prof->gc_end().ok());
