@@ -6,8 +6,17 @@
 # and the sweeps finished outside a collection (gc_end included), for one warm-up run plus one
 # run (OBJPROF_BENCH_GC_RUNS=1), halved.
 #   scripts/sim_gc_cost.sh [BIN_DIR] [PAIR ...]      # PAIR: listleak-semispace, scimark-lazysweep, ...
+# glibc's memset and memcpy switch to `rep stosb` / `rep movsb` above ~2 KiB, and callgrind
+# counts those once per byte: a 64 KiB clear weighed 65 K instructions for ~2 K cycles of
+# work. The counts are taken with glibc's vector loops at every size instead (its tunables;
+# ~6 instructions per 128 bytes), so a large clear or copy weighs what it costs in time, in the
+# off runs and in the on runs alike. OBJPROF_COUNT_REP_STRINGS=1 counts with glibc's defaults,
+# as docs/results.md did before 2026-11-29's night.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [[ "${OBJPROF_COUNT_REP_STRINGS:-0}" == 0 ]]; then
+  export GLIBC_TUNABLES="glibc.cpu.x86_rep_stosb_threshold=0xffffffffffff:glibc.cpu.x86_rep_movsb_threshold=0xffffffffffff${GLIBC_TUNABLES:+:$GLIBC_TUNABLES}"
+fi
 bin="${1:-build/bin}"
 shift || true
 pairs=("$@")

@@ -495,17 +495,22 @@ bool StaleTracker::for_each_freed(std::size_t s, std::span<const Address> frees,
 void StaleTracker::retire_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs) {
   std::uint64_t* const freed = freed_[s].words();
   std::uint64_t* const starts = starts_[s].words();
+  GranuleBits& start_bits = starts_[s];
+  GranuleBits& freed_bits = freed_[s];
   for_each_freed(
       s, frees, runs,
       [freed, starts](std::uint64_t g) {
         starts[g >> 6] &= ~freed[g >> 6];
         freed[g >> 6] = 0;
       },
-      [freed, starts](std::uint64_t g0, std::uint64_t g1) {
-        for (std::uint64_t w = g0 >> 6; w <= (g1 - 1) >> 6; ++w) {
-          starts[w] &= ~freed[w];
-          freed[w] = 0;
-        }
+      // Every start in a freed range goes: a dead record's, or a moved one's (whose source the
+      // caller clears anyway, spared or not); a destination inside the range is claimed after.
+      // Two fills, not a read-modify-write of both words per word: a copying GC's range is its
+      // whole from-space. The boundary words' freed bits of other frees go too: those already
+      // retired their starts (frees come first), and a range clears its own starts exactly.
+      [&start_bits, &freed_bits](std::uint64_t g0, std::uint64_t g1) {
+        start_bits.clear_exact(g0, g1);
+        freed_bits.clear_span(g0, g1);
       });
 }
 
