@@ -352,11 +352,12 @@ class Profiler {
   // each. (The sweeps' on_free and on_free_range measured no cheaper that way.)
   void on_move(Address from, Address to) {
     if (const std::uint64_t* starts = short_hook_starts()) [[likely]] {
-      internal::CollectorCounts* counts = cached_collector_counts();
       const Address off = from - space_begin_;
-      if (counts != nullptr && off < space_bytes_ && to - space_begin_ < space_bytes_) [[likely]] {
-        ++counts->moves_seen;
-        if (tracked_start(starts, off)) move_tracked(*counts, starts, from, to);
+      // The cache's compare alone (its counts are never null when it holds this profiler's).
+      if (internal::cache_holds(instance_) && off < space_bytes_ && to - space_begin_ < space_bytes_) [[likely]] {
+        internal::CollectorCounts& counts = *internal::collector_cache.counts;
+        ++counts.moves_seen;
+        if (tracked_start(starts, off)) move_tracked(counts, starts, from, to);
         return;
       }
     }
@@ -448,7 +449,7 @@ class Profiler {
   void track_alloc(ThreadState& thread, std::uint32_t site, std::uint32_t type, Address addr, std::uint64_t size);
   // The collector hooks' out-of-line paths: logging an event the stale tracker may need (a
   // tracked object may start there), and the hooks with every check and the trace.
-  // `counts`: the calling thread's (cached_collector_counts or collector_counts).
+  // `counts`: the calling thread's (collector_counts, or the cache's when cache_holds).
   void log_move(internal::CollectorCounts& counts, Address from, Address to);
   // on_move's short path for a tracked object: its move goes into the tracker's cards where it
   // can (StaleTracker::card_move), else into the log. Out of line, so that the inline path of
@@ -500,10 +501,11 @@ class Profiler {
   // The stale tracker's move cards while a bracket is open, the hooks' short paths (plain or
   // traced) apply and the tracker can use cards this GC (StaleTracker::hooks_may_card), else null.
   std::uint32_t* short_hook_cards() const noexcept { return short_hook_cards_.load(std::memory_order_relaxed); }
-  // Whether a tracked object may start at `off` bytes into the only space.
+  // Whether a tracked object may start at `off` bytes into the only space. The bit first: it is
+  // clear for most objects (untracked), and an address inside a granule is rare.
   bool tracked_start(const std::uint64_t* starts, Address off) const noexcept {
     const std::uint64_t g = off >> space_log2_granule_;
-    return (off & granule_mask_) == 0 && ((starts[g >> 6] >> (g & 63)) & 1) != 0;
+    return ((starts[g >> 6] >> (g & 63)) & 1) != 0 && (off & granule_mask_) == 0;
   }
   // No tracked object starts in [off, off + bytes) (inside the only space), as far as one word
   // of the bits says (a sweep's run of dead cells, usually); false for longer ranges, which
@@ -520,10 +522,6 @@ class Profiler {
     return *internal::collector_cache.counts;
   }
   internal::CollectorCounts& collector_counts_slow();
-  // The calling thread's counts if its cache holds this profiler's, else null.
-  internal::CollectorCounts* cached_collector_counts() noexcept {
-    return internal::cache_holds(instance_) ? internal::collector_cache.counts : nullptr;
-  }
   void protocol_error(std::string_view hook, Address addr, std::string what);
 
   ProfilerOptions options_;
