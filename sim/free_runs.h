@@ -1,8 +1,9 @@
 // How the sim's collectors report deaths: adjacent dead objects (with the free cells between
 // them) as one Profiler::on_free_range, a lone dead object as one on_free, or every dead object
 // as an on_free of its own. A sweep's cost to the profiler then follows the runs of dead cells,
-// not the objects in them. The mode is a template parameter (with_report_mode), so that a collector loop that
-// reports nothing (no profiler) or each object carries no test of the others per object.
+// not the objects in them. The mode is a template parameter (with_report_mode), so that a
+// collector loop that reports nothing (no profiler) or each object carries no test of the
+// others per object.
 #pragma once
 
 #include "report_mode.h"

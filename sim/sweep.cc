@@ -50,7 +50,7 @@ bool Heap::list_open_run(std::uint64_t cell) {
 
 bool Heap::sweep_cells(std::uint64_t budget) {
   return with_report_mode(death_reports(profiler_, options_.free_ranges),
-                            [&](auto mode) { return sweep_cells_loop<decltype(mode)::value>(budget); });
+                          [&](auto mode) { return sweep_cells_loop<decltype(mode)::value>(budget); });
 }
 
 template <DeathReports kMode>

@@ -493,10 +493,11 @@ bool StaleTracker::for_each_freed(std::size_t s, std::span<const Address> frees,
 }
 
 void StaleTracker::retire_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs) {
-  std::uint64_t* const freed = freed_[s].words();
-  std::uint64_t* const starts = starts_[s].words();
   GranuleBits& start_bits = starts_[s];
   GranuleBits& freed_bits = freed_[s];
+  // The words in locals for the per-address loop (a member's pointer is reloaded after each store).
+  std::uint64_t* const starts = start_bits.words();
+  std::uint64_t* const freed = freed_bits.words();
   for_each_freed(
       s, frees, runs,
       [freed, starts](std::uint64_t g) {
@@ -846,6 +847,28 @@ std::int64_t StaleTracker::card_moves(std::size_t s, std::span<const MoveLog> mo
                       spaces_[s].size(), moves);
 }
 
+namespace {
+
+// Calls fn(g, word) for each start set in granules [g0, g1) (g0 < g1), in order, with the
+// start-bit word that holds g, until fn returns false; returns that start, or g1 if none did.
+template <class Fn>
+std::uint64_t each_start_until(const std::uint64_t* starts, std::uint64_t g0, std::uint64_t g1, Fn&& fn) {
+  const std::uint64_t last = (g1 - 1) >> 6;
+  for (std::uint64_t w = g0 >> 6; w <= last; ++w) {
+    const std::uint64_t word = starts[w];
+    std::uint64_t bits = word;
+    if (w == g0 >> 6) bits &= head_mask(g0);
+    if (w == last) bits &= tail_mask(g1);
+    for (; bits != 0; bits &= bits - 1) {
+      const std::uint64_t g = (w << 6) | static_cast<unsigned>(std::countr_zero(bits));
+      if (!fn(g, word)) return g;
+    }
+  }
+  return g1;
+}
+
+}  // namespace
+
 std::int64_t StaleTracker::card_range(std::uint32_t* cards, const std::uint64_t* starts, std::uint64_t off,
                                       std::uint64_t bytes, std::uint64_t delta) noexcept {
   constexpr unsigned kShift = kMoveCardLog2 - 3;  // granule -> card
@@ -853,15 +876,16 @@ std::int64_t StaleTracker::card_range(std::uint32_t* cards, const std::uint64_t*
   const std::uint64_t g0 = (off + 7) >> 3, g1 = (off + bytes + 7) >> 3;  // the granules starting inside
   if (g0 >= g1) return 0;
   const std::uint64_t dg = static_cast<std::uint64_t>(static_cast<std::int64_t>(delta) >> 3);  // delta in granules
+  std::int64_t carded = 0;
   // Cards start g's move, or finds its card taken; a crowded card (two starts) counts as taken.
   auto card_one = [&](std::uint64_t g, std::uint64_t word) {
     std::uint32_t& e = cards[g >> kShift];
-    if (e != 0 || static_cast<std::uint32_t>(word >> (g & 32)) != std::uint32_t{1} << (g & 31)) return false;
+    if (e != 0 || !sole_start_in_word(word, g)) return false;
     e = static_cast<std::uint32_t>(g + dg) + 1;
+    ++carded;
     return true;
   };
   const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
-  std::int64_t carded = 0;
   std::uint64_t stopped = g1;  // the first start that could not be carded, or g1
   std::uint64_t mask = head_mask(g0);
   for (std::uint64_t w = first;; ++w) {
@@ -892,14 +916,10 @@ std::int64_t StaleTracker::card_range(std::uint32_t* cards, const std::uint64_t*
           ++carded;
         }
       } else {
-        std::uint64_t rest = bits;
-        for (; rest != 0; rest &= rest - 1) {
-          const std::uint64_t g = (w << 6) | static_cast<unsigned>(std::countr_zero(rest));
-          if (!card_one(g, word)) break;
-          ++carded;
-        }
-        if (rest != 0) {
-          stopped = (w << 6) | static_cast<unsigned>(std::countr_zero(rest));
+        // A crowded word: its starts one at a time, each card_one's own.
+        const std::uint64_t end = std::min(g1, (w + 1) << 6);
+        if (const std::uint64_t at = each_start_until(starts, std::max(g0, w << 6), end, card_one); at != end) {
+          stopped = at;
           break;
         }
       }
@@ -909,12 +929,11 @@ std::int64_t StaleTracker::card_range(std::uint32_t* cards, const std::uint64_t*
   if (stopped == g1) return carded;
   // The starts before it were carded (their cards were free, and no other thread writes the
   // card of an object that starts there): they go back to free.
-  for (std::uint64_t w = first; (w << 6) < stopped; ++w) {
-    std::uint64_t bits = starts[w];
-    if (w == first) bits &= head_mask(g0);
-    if (((w + 1) << 6) > stopped) bits &= ~head_mask(stopped);
-    for (; bits != 0; bits &= bits - 1) cards[((w << 6) | static_cast<unsigned>(std::countr_zero(bits))) >> kShift] = 0;
-  }
+  if (g0 < stopped)
+    each_start_until(starts, g0, stopped, [cards](std::uint64_t g, std::uint64_t) {
+      cards[g >> kShift] = 0;
+      return true;
+    });
   return -1;
 }
 

@@ -200,6 +200,10 @@ class StaleTracker {
     std::memcpy(&in_card, reinterpret_cast<const unsigned char*>(starts) + (g >> 5) * 4, 4);
     return in_card == std::uint32_t{1} << (g & 31);
   }
+  // The same test on the start-bit word that holds g, already loaded (card_range).
+  static bool sole_start_in_word(std::uint64_t word, std::uint64_t g) noexcept {
+    return static_cast<std::uint32_t>(word >> (g & 32)) == std::uint32_t{1} << (g & 31);
+  }
   // Whether any bit of granules [g0, g1) is set in `words` (one bit per granule, as the start
   // bits), whole words at a time; g0 < g1.
   static bool any_bit_in(const std::uint64_t* words, std::uint64_t g0, std::uint64_t g1) noexcept {
