@@ -359,6 +359,39 @@ TEST_CASE("Bitmap snapshot cleared word by word returns its buffer all zero", "[
   CHECK(one.count() == 1);
 }
 
+// A dump that lists at least one word in 16 of its span is cleared by one fill of the span
+// instead of word by word: the buffer must come back as clean either way, with marks at the
+// span's ends, and nothing outside the span (the other buffer's marks) touched.
+TEST_CASE("Bitmap snapshot with dense marks cleared by one fill returns its buffer all zero", "[core][bitmap]") {
+  FakeHeap heap(1 << 16);  // 8192 granules: 128 words of bits
+  auto bm = std::move(*AccessBitmap::create(heap.space()));
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> words;
+  for (int round = 0; round < 4; ++round) {  // two buffers alternate: each is reused twice
+    // Words 10 to 73 marked, one in two (32 of a 63-word span): the fill. Granule 64 * 10 + 3
+    // and 64 * 73 + 63 are the span's first and last marks.
+    std::vector<std::size_t> granules;
+    for (std::size_t w = 10; w <= 72; w += 2) granules.push_back(64 * w + 3 + static_cast<std::size_t>(round));
+    granules.push_back(64 * 73 + 63);
+    for (std::size_t g : granules) bm->mark<MarkMode::kRacy>(heap.at(8 * g));
+    const std::size_t marked = granules.size();
+    auto snap = std::move(*bm->snapshot_and_clear());
+    REQUIRE(snap.nonzero_words(words) == marked);
+    REQUIRE(words.front().first == 10);
+    REQUIRE(words.back().first == 73);
+    REQUIRE(words.size() * 16 >= 64);  // dense enough for the fill
+    snap.clear_words(words);
+    CHECK(snap.count() == 0);
+    CHECK(snap.nonzero_words(words) == 0);
+  }
+  // Both buffers came back clean: a new mark is all a snapshot holds.
+  for (int round = 0; round < 2; ++round) {
+    bm->mark<MarkMode::kRacy>(heap.at(8 * (64 * 100 + static_cast<std::size_t>(round))));
+    auto one = std::move(*bm->snapshot_and_clear());
+    CHECK(one.nonzero_words(words) == 1);
+    CHECK(words.front().first == 100);
+  }
+}
+
 // Every scan path the CPU runs finds the same words as a plain walk of the bits: random marks of
 // several densities (a mark alone in its 64-byte block, blocks full of marks, the tail words
 // beyond the last whole block), in spaces whose bitmap is not a multiple of 64 bytes.
