@@ -225,10 +225,10 @@ class BitmapSnapshot {
   // The same on a chosen path (it must be bitmap_scan_supported), for tests and benchmarks.
   std::uint64_t nonzero_words_with(BitmapScan path, std::vector<std::pair<std::uint64_t, std::uint64_t>>& out) const;
 
-  // Zeroes the given words (those nonzero_words() found: all the marked ones), so returning
-  // the buffer to its bitmap costs what was marked instead of a clear of the whole used part:
-  // one by one, or, where at least one word in 16 between the first and the last is listed,
-  // by one fill of that span. After it the snapshot reads as empty.
+  // Zeroes the given words (those nonzero_words() found: all the marked ones, in increasing
+  // order), so returning the buffer to its bitmap costs what was marked instead of a clear of
+  // the whole used part: one by one, or, where at least one word in 16 between the first and
+  // the last is listed, by one fill of that span. After it the snapshot reads as empty.
   void clear_words(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& nonzero) noexcept;
   // One pass for a harvest that needs no word list (nothing dumps the bits): returns the number
   // of marked granules and zeroes the marked words, so the buffer goes back clean at the cost of
