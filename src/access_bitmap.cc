@@ -370,21 +370,19 @@ void BitmapSnapshot::clear_words(const WordList& nonzero) noexcept {
   // The snapshot owns its buffer (mutators write to the other one now).
   std::uint8_t* data = buffer_.data;
   const std::uint64_t end = size_ / 8;
-  if (!nonzero.empty()) {
-    // The list is in index order. Where at least one word in 16 between its first and last is
-    // marked, one fill of that span (a vector store per 32 bytes) costs less than a store per
-    // listed word (~6 instructions each: scimark's dumps list most words of the window). The
-    // density bounds what the fill writes to 16 words per marked one, so a sparse heap's
-    // untouched bitmap pages stay untouched.
-    const std::uint64_t first = nonzero.front().first, last = std::min(nonzero.back().first + 1, end);
-    if (first < last && nonzero.size() * 16 >= last - first) {
-      std::memset(data + first * 8, 0, (last - first) * 8);
-      clean_ = true;
-      return;
-    }
+  // The list is in index order. Where at least one word in 16 between its first and last is
+  // marked, one fill of that span (a vector store per 32 bytes) costs less than a store per
+  // listed word (~6 instructions each: scimark's dumps list most words of the window). The
+  // density bounds what the fill writes to 16 words per marked one; a sparser list is cleared
+  // word by word, so what a clear writes stays proportional to what was marked.
+  const std::uint64_t first = nonzero.empty() ? 0 : nonzero.front().first;
+  const std::uint64_t last = nonzero.empty() ? 0 : std::min(nonzero.back().first + 1, end);
+  if (first < last && nonzero.size() * 16 >= last - first) {
+    std::memset(data + first * 8, 0, (last - first) * 8);
+  } else {
+    for (const auto& [index, word] : nonzero)
+      if (index < end) std::memset(data + index * 8, 0, 8);
   }
-  for (const auto& [index, word] : nonzero)
-    if (index < end) std::memset(data + index * 8, 0, 8);
   clean_ = true;
 }
 

@@ -361,14 +361,14 @@ TEST_CASE("Bitmap snapshot cleared word by word returns its buffer all zero", "[
 
 // A dump that lists at least one word in 16 of its span is cleared by one fill of the span
 // instead of word by word: the buffer must come back as clean either way, with marks at the
-// span's ends, and nothing outside the span (the other buffer's marks) touched.
+// span's ends, and the fill must not touch the other buffer (the one mutators mark meanwhile).
 TEST_CASE("Bitmap snapshot with dense marks cleared by one fill returns its buffer all zero", "[core][bitmap]") {
   FakeHeap heap(1 << 16);  // 8192 granules: 128 words of bits
   auto bm = std::move(*AccessBitmap::create(heap.space()));
   std::vector<std::pair<std::uint64_t, std::uint64_t>> words;
   for (int round = 0; round < 4; ++round) {  // two buffers alternate: each is reused twice
-    // Words 10 to 73 marked, one in two (32 of a 63-word span): the fill. Granule 64 * 10 + 3
-    // and 64 * 73 + 63 are the span's first and last marks.
+    // Words 10, 12, ..., 72 and 73 marked (33 of the 64-word span 10..73): the fill. Granules
+    // 64 * 10 + 3 + round and 64 * 73 + 63 are the span's first and last marks.
     std::vector<std::size_t> granules;
     for (std::size_t w = 10; w <= 72; w += 2) granules.push_back(64 * w + 3 + static_cast<std::size_t>(round));
     granules.push_back(64 * 73 + 63);
@@ -390,6 +390,17 @@ TEST_CASE("Bitmap snapshot with dense marks cleared by one fill returns its buff
     CHECK(one.nonzero_words(words) == 1);
     CHECK(words.front().first == 100);
   }
+  // A mark made in the active buffer, inside the span, while the snapshot's buffer is cleared,
+  // is the next snapshot's only mark.
+  for (std::size_t w = 10; w <= 73; w += 3) bm->mark<MarkMode::kRacy>(heap.at(8 * 64 * w));
+  auto dense = std::move(*bm->snapshot_and_clear());
+  REQUIRE(dense.nonzero_words(words) == 22);
+  bm->mark<MarkMode::kRacy>(heap.at(8 * (64 * 41 + 7)));
+  dense.clear_words(words);
+  CHECK(dense.count() == 0);
+  auto next = std::move(*bm->snapshot_and_clear());
+  CHECK(next.nonzero_words(words) == 1);
+  CHECK(words.front() == std::pair<std::uint64_t, std::uint64_t>{41, std::uint64_t{1} << 7});
 }
 
 // Every scan path the CPU runs finds the same words as a plain walk of the bits: random marks of
