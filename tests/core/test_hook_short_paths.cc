@@ -265,4 +265,61 @@ TEST_CASE("collector hooks: moves carded by several collector threads land where
   CHECK(prof->protocol_status().ok());
 }
 
+// One range whose tracked objects lie far apart, at every offset in their start-bit words, and
+// which ends in free memory: the short path cards each of them while it passes the empty words
+// between them, and must find every one, as the checked path does. The evacuated half is then
+// freed: a start the range missed would die there.
+TEST_CASE("collector hooks: a range of sparse tracked objects moves every one of them", "[core][profiler]") {
+  const bool checks = GENERATE(true, false);
+  const bool traced = GENERATE(false, true);
+  INFO("hook checks " << checks << ", trace " << traced);
+  constexpr std::uint64_t kHalf = 256 * 1024, kSize = 256;
+  test::FakeHeap heap(2 * kHalf);
+  std::vector<LeakReport> got;
+  Setup setup = make_profiler(heap, kSize, checks, traced, got);
+  Profiler* const prof = setup.prof.get();
+  ThreadState& thread = *setup.thread;
+  std::mt19937_64 rng(7);
+  struct Object {
+    Address at;
+    bool accessed;
+  };
+  std::vector<Object> objects;
+  std::uint64_t gaps_of_four_words = 0;
+  // Gaps of free memory of 0 to ~12 words of start bits (512 bytes each), 8-byte aligned.
+  for (Address a = heap.at(0) + 8 * (rng() % 64); a + kSize <= heap.at(kHalf);) {
+    prof->on_alloc(thread, 1, 1, a, kSize);
+    objects.push_back({a, rng() % 3 == 0});
+    const std::uint64_t gap = 8 * (rng() % 800);
+    gaps_of_four_words += gap >= 5 * 512 ? 1 : 0;
+    a += kSize + gap;
+  }
+  REQUIRE(objects.size() > 50);
+  REQUIRE(gaps_of_four_words > 10);  // runs of empty words long enough to be passed together
+  REQUIRE(prof->gc_begin(GcKind::kFull).ok());
+  REQUIRE(prof->gc_end().ok());  // epoch 0 ends: every object is tracked
+  for (const Object& ob : objects)
+    if (ob.accessed) access<>(thread, prof->bitmap(0), ob.at);
+  // Epoch 1 ends with the copy: everything from the first object to a little past the end of
+  // the last (free memory) moves to the other half as one range, and the evacuated half is freed.
+  const Address first = objects.front().at;
+  const Address end = std::min(objects.back().at + kSize + 8 * (rng() % 800), heap.at(kHalf));
+  REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
+  prof->on_move_range(first, first + kHalf, end - first);
+  prof->on_free_range(heap.at(0), kHalf);
+  REQUIRE(prof->gc_end().ok());
+  CHECK(got.empty());
+  // Epoch 2 ends: the objects not accessed in epoch 1 are two epochs idle, at their new places.
+  REQUIRE(prof->gc_begin(GcKind::kFull).ok());
+  REQUIRE(prof->gc_end().ok());
+  std::vector<Address> want, reported;
+  for (const Object& ob : objects)
+    if (!ob.accessed) want.push_back(ob.at + kHalf);
+  for (const LeakReport& r : got) reported.push_back(r.addr);
+  std::sort(reported.begin(), reported.end());
+  CHECK(reported == want);
+  CHECK(prof->stats().tracked_live == objects.size());
+  CHECK(prof->protocol_status().ok());
+}
+
 }  // namespace test_hook_short_paths
