@@ -41,7 +41,10 @@ namespace {
 
 using namespace objprof;
 
-enum class Profiling { kOff, kOn, kTrace };
+// kSurvivors and kCheaper: kOn with FateReports::kSurvivors (the collector reports no move or
+// free and answers report_survivors for every tracked object, every GC) and kCheaper (per GC,
+// whichever the profiler expects to cost less).
+enum class Profiling { kOff, kOn, kTrace, kSurvivors, kCheaper };
 
 std::unique_ptr<Profiler> make_profiler(Profiling p) {
   if (p == Profiling::kOff) return nullptr;
@@ -49,6 +52,8 @@ std::unique_ptr<Profiler> make_profiler(Profiling p) {
   po.default_leak_printer = false;
   po.on_leak = {};
   if (p == Profiling::kTrace) po.trace_sink = std::make_unique<CountingSink>();
+  if (p == Profiling::kSurvivors) po.fate_reports = FateReports::kSurvivors;
+  if (p == Profiling::kCheaper) po.fate_reports = FateReports::kCheaper;
   return std::move(*Profiler::create(std::move(po)));
 }
 
@@ -237,7 +242,8 @@ void mark_time(benchmark::State& state, std::uint64_t live_objects, int threads)
 }
 
 void register_all() {
-  const std::pair<const char*, Profiling> modes[] = {{"off", Profiling::kOff}, {"on", Profiling::kOn}, {"trace", Profiling::kTrace}};
+  const std::pair<const char*, Profiling> modes[] = {{"off", Profiling::kOff}, {"on", Profiling::kOn}, {"trace", Profiling::kTrace},
+                                                       {"survivors", Profiling::kSurvivors}, {"cheaper", Profiling::kCheaper}};
   const std::pair<const char*, sim::GcPolicy> gcs[] = {{"semispace", sim::GcPolicy::kSemiSpace},
                                                       {"marksweep", sim::GcPolicy::kMarkSweep},
                                                       {"lazysweep", sim::GcPolicy::kLazySweep}};
@@ -256,7 +262,7 @@ void register_all() {
   }
   for (const auto& [gc_name, gc] : gcs)
     for (const auto& [mode, p] : modes)
-      if (p != Profiling::kTrace)
+      if (p == Profiling::kOff || p == Profiling::kOn)
         benchmark::RegisterBenchmark((std::string("alloc/") + gc_name + "/" + mode).c_str(), alloc_rate, gc, p)
             ->MeasureProcessCPUTime();
   for (std::uint64_t live : {std::uint64_t{1} << 18, std::uint64_t{1} << 21})
@@ -273,7 +279,7 @@ void register_all() {
 int main(int argc, char** argv) {
   objprof::bench::keep_freed_memory_mapped();  // support/steady_memory.h
   return objprof::bench::run_benchmarks(argc, argv, register_all,
-                                        {{"gc", "off", {"on", "trace"}},
+                                        {{"gc", "off", {"on", "trace", "survivors", "cheaper"}},
                                          {"alloc", "off", {"on"}, true},
                                          {"mark", "serial", {"parallel"}}});
 }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Instructions executed in the simulated runtime's collections per run of a workload, without
-# the profiler (off), with it (on: stale tracking, no trace) and with the trace (trace), as
+# the profiler (off), with it (on: stale tracking, no trace), with the trace (trace) and with
+# the fates from the hooks or the collector's answers, whichever is cheaper per GC (cheaper:
+# FateReports::kCheaper, no trace), as
 # bench_sim_gc's gc/ benchmarks time them, counted by callgrind: exact and repeatable whatever
 # else the machine does. Counted: everything inside Heap::do_collect, the lazy sweep's steps
 # and the sweeps finished outside a collection (gc_end included), for one warm-up run plus one
@@ -35,17 +37,20 @@ count() {  # count PAIR MODE: instructions of one run's collections
     --benchmark_repetitions=1 >/dev/null 2>"$work/err" || { cat "$work/err" >&2; exit 1; }
   grep -m1 -E '^summary:|^totals:' "$work/cg.out" | awk '{ printf "%d", $2 / 2 }'
 }
-printf '%-20s %12s %12s %12s %8s %8s\n' pair "off Ir" "on Ir" "trace Ir" on/off trace/off
+printf '%-20s %12s %12s %12s %12s %8s %8s %8s\n' pair "off Ir" "on Ir" "trace Ir" "cheaper Ir" on/off trace/off cheaper/off
 logs=0
 logt=0
+logc=0
 for p in "${pairs[@]}"; do
   off="$(count "$p" off)"
   on="$(count "$p" on)"
   tr="$(count "$p" trace)"
-  awk -v p="$p" -v a="$off" -v b="$on" -v c="$tr" \
-    'BEGIN { printf "%-20s %12d %12d %12d %7.3fx %7.3fx\n", p, a, b, c, b / a, c / a }'
+  ch="$(count "$p" cheaper)"
+  awk -v p="$p" -v a="$off" -v b="$on" -v c="$tr" -v d="$ch" \
+    'BEGIN { printf "%-20s %12d %12d %12d %12d %7.3fx %7.3fx %7.3fx\n", p, a, b, c, d, b / a, c / a, d / a }'
   logs="$(awk -v s="$logs" -v a="$off" -v b="$on" 'BEGIN { print s + log(b / a) }')"
   logt="$(awk -v s="$logt" -v a="$off" -v c="$tr" 'BEGIN { print s + log(c / a) }')"
+  logc="$(awk -v s="$logc" -v a="$off" -v d="$ch" 'BEGIN { print s + log(d / a) }')"
 done
-awk -v s="$logs" -v t="$logt" -v n="${#pairs[@]}" \
-  'BEGIN { printf "%-20s %12s %12s %12s %7.3fx %7.3fx\n", "geomean", "", "", "", exp(s / n), exp(t / n) }'
+awk -v s="$logs" -v t="$logt" -v c="$logc" -v n="${#pairs[@]}" \
+  'BEGIN { printf "%-20s %12s %12s %12s %12s %7.3fx %7.3fx %7.3fx\n", "geomean", "", "", "", "", exp(s / n), exp(t / n), exp(c / n) }'

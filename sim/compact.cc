@@ -25,8 +25,8 @@ void Heap::compact_marksweep(GcInfo& info) {
   compact_from_.clear();
   compact_to_.clear();
   Address free = ms_begin_;
-  with_report_mode(death_reports(profiler_, options_.free_ranges), [&](auto mode) {
-    FreeRuns<decltype(mode)::value> deaths(profiler_);
+  with_report_mode(death_reports(events_, options_.free_ranges), [&](auto mode) {
+    FreeRuns<decltype(mode)::value> deaths(events_);
     for (Address a = ms_begin_; a < ms_bump_;) {
       const ObjHeader& h = header(a);
       if (h.type == kFreeCellType) {
@@ -75,7 +75,7 @@ void Heap::compact_marksweep(GcInfo& info) {
       ++i;
     } while (runs && i < compact_from_.size() && compact_from_[i] == from + bytes && compact_to_[i] == to + bytes);
     if (from == to) continue;  // objects before the first dead one stay where they are
-    if (profiler_) report_move_run(*profiler_, from, to, bytes, first);
+    if (events_) report_move_run(*events_, from, to, bytes, first);
     info.moved_objects += objects;
   }
   for (auto& l : small_free_) l.clear();

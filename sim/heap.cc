@@ -85,7 +85,8 @@ Result<std::uint64_t> parse_size(const std::string& text) {
   return v << shift;
 }
 
-Heap::Heap(const HeapOptions& options, Profiler* profiler) : options_(options), profiler_(profiler) {
+Heap::Heap(const HeapOptions& options, Profiler* profiler)
+    : options_(options), profiler_(profiler), events_(profiler) {
   types_.push_back(SimType{0, "<free>", false, false, {}, {}});
 }
 
@@ -416,6 +417,35 @@ class WorkClock {
 };
 }  // namespace
 
+// The collector's own state says what survived: the mark bits (over the whole heap, kept until
+// the next GC begins) for the mark-sweep and large-object spaces, the plan for a compaction's
+// survivors, the forwarding header for a semispace's (the from-space is not reused before the
+// next GC).
+inline Address Heap::survivor_of(Address a) const noexcept {
+  if (a - base_ >= options_.heap_bytes) return 0;  // no object of this heap
+  if (options_.gc == GcPolicy::kSemiSpace && !in_los(a)) {
+    const ObjHeader& h = header(a);
+    return (h.flags & kForwarded) ? h.word : 0;
+  }
+  if (!is_marked(a)) return 0;
+  if (!gc_.compacted || in_los(a)) return a;
+  const auto it = std::lower_bound(compact_from_.begin(), compact_from_.end(), a);
+  if (it == compact_from_.end() || *it != a) return 0;
+  return compact_to_[static_cast<std::size_t>(it - compact_from_.begin())];
+}
+
+class Heap::Survivors final : public SurvivorOracle {
+ public:
+  explicit Survivors(const Heap& heap) : heap_(heap) {}
+  void survivors(std::span<const Address> pre_gc, std::span<Address> post_gc) const noexcept override {
+    for (std::size_t i = 0; i < pre_gc.size(); ++i) post_gc[i] = heap_.survivor_of(pre_gc[i]);
+  }
+
+ private:
+  const Heap& heap_;
+};
+
+
 Status Heap::do_collect(Collection c) {
   // One bracket at a time, and the mark needs a space whose dead objects are all reported.
   if (sweeping_) OBJPROF_RETURN_IF_ERROR(finish_sweep_locked());
@@ -426,6 +456,8 @@ Status Heap::do_collect(Collection c) {
     WorkClock clock(gc_);
     const GcKind kind = gc_.compacted ? GcKind::kCompacting : gc_policy_kind(options_.gc);
     if (profiler_) OBJPROF_RETURN_IF_ERROR(profiler_->gc_begin(kind));
+    // Each move and free reported this GC, or the survivors' answers below instead.
+    events_ = profiler_ && profiler_->wants_object_events() ? profiler_ : nullptr;
     std::fill(marks_.begin(), marks_.end(), 0);
     if (options_.gc == GcPolicy::kSemiSpace) {
       collect_semispace(gc_);
@@ -444,6 +476,10 @@ Status Heap::do_collect(Collection c) {
     sweep_los(gc_);  // eagerly in every mode: few objects, and its free spans are a map
     // Every object is at its final place now, and the mutators resume only after this (a lazy
     // sweep's steps run in their allocations, later).
+    if (profiler_ && !profiler_->wants_object_events()) {
+      const Survivors answers(*this);
+      profiler_->report_survivors(answers);
+    }
     if (profiler_ && options_.mark_frame_roots) mark_frame_roots();
   }
   if (options_.gc == GcPolicy::kLazySweep && !gc_.compacted) {
@@ -539,13 +575,13 @@ void Heap::collect_semispace(GcInfo& info) {
   // instructions). With ranges the profiler is told the whole evacuated area at once: a free
   // range frees what the GC did not move, so a copying collector need not find its dead, and
   // the walk only counts them for the collector's own statistics (without, it reports each).
-  const bool evacuate = profiler_ && options_.free_ranges;
-  const DeathReports deaths = profiler_ && !evacuate ? DeathReports::kEach : DeathReports::kNone;
-  const MoveReports moves = move_reports(profiler_, options_.move_ranges);
+  const bool evacuate = events_ && options_.free_ranges;
+  const DeathReports deaths = events_ && !evacuate ? DeathReports::kEach : DeathReports::kNone;
+  const MoveReports moves = move_reports(events_, options_.move_ranges);
   with_report_mode(deaths, [&](auto d) {
     with_report_mode(moves, [&](auto m) { walk_from_space<decltype(d)::value, decltype(m)::value>(info); });
   });
-  if (evacuate && bump_ > from_begin_) profiler_->on_free_range(from_begin_, bump_ - from_begin_);
+  if (evacuate && bump_ > from_begin_) events_->on_free_range(from_begin_, bump_ - from_begin_);
   std::swap(from_begin_, to_begin_);
   std::swap(from_end_, to_end_);
   bump_ = free;
@@ -561,7 +597,7 @@ void Heap::collect_semispace(GcInfo& info) {
 // nothing of the hooks.
 template <DeathReports kMode, MoveReports kMoves>
 void Heap::walk_from_space(GcInfo& info) {
-  FreeRuns<kMode> deaths(profiler_);
+  FreeRuns<kMode> deaths(events_);
   // A local: the hooks are calls, and the loop would reload the member at every object.
   const SimType* const types = types_.data();
   auto copy_size = [types](const ObjHeader& h) {  // a survivor's, from its copy's header
@@ -585,9 +621,9 @@ void Heap::walk_from_space(GcInfo& info) {
           a += next;
           to_end += next;
         }
-        report_move_run(*profiler_, from, to, a - from, size);
+        report_move_run(*events_, from, to, a - from, size);
       } else {
-        if constexpr (kMoves == MoveReports::kEach) profiler_->on_move(a, h.word);
+        if constexpr (kMoves == MoveReports::kEach) events_->on_move(a, h.word);
         a += size;
       }
     } else {
@@ -674,7 +710,7 @@ void Heap::sweep_los(GcInfo& info) {
       continue;
     }
     const std::uint64_t size = object_size(a);
-    if (profiler_) profiler_->on_free(a);
+    if (events_) events_->on_free(a);
     ++info.freed_objects;
     info.freed_bytes += size;
     los_live_bytes_ -= round_up(size, kPage);

@@ -356,10 +356,18 @@ class Heap {
   void for_each_ref_slot(Address obj, Fn&& fn) const;
   std::uint64_t cell_size(std::uint64_t size) const { return (size + 15) & ~std::uint64_t{15}; }
   bool in_los(Address a) const { return a - los_begin_ < los_end_ - los_begin_; }
+  // ProfilerOptions::survivors_from_collector: where the object at pre-GC address `a` is after
+  // this GC, or 0 if it died (the SurvivorOracle the collection hands to report_survivors).
+  class Survivors;
+  Address survivor_of(Address a) const noexcept;
   std::string oom_message(std::uint64_t size, std::uint32_t type, bool compacted) const;
 
   HeapOptions options_;
   Profiler* profiler_;
+  // The profiler while the GC open now wants each move and free reported (chosen after its
+  // gc_begin: Profiler::wants_object_events), else null: the GC then answers report_survivors
+  // instead (Survivors, heap.cc), once per tracked object.
+  Profiler* events_;
   std::vector<SimType> types_;
   void* memory_ = nullptr;
   Address base_ = 0;

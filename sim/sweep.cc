@@ -49,7 +49,7 @@ bool Heap::list_open_run(std::uint64_t cell) {
 }
 
 bool Heap::sweep_cells(std::uint64_t budget) {
-  return with_report_mode(death_reports(profiler_, options_.free_ranges),
+  return with_report_mode(death_reports(events_, options_.free_ranges),
                           [&](auto mode) { return sweep_cells_loop<decltype(mode)::value>(budget); });
 }
 
@@ -58,7 +58,7 @@ bool Heap::sweep_cells_loop(std::uint64_t budget) {
   const Address stop = budget >= sweep_end_ - sweep_cursor_ ? sweep_end_ : sweep_cursor_ + budget;
   Address a = sweep_cursor_;
   // Reported before this step returns: mutators may allocate in the runs it frees.
-  FreeRuns<kMode == DeathReports::kEach ? DeathReports::kEach : DeathReports::kNone> each(profiler_);
+  FreeRuns<kMode == DeathReports::kEach ? DeathReports::kEach : DeathReports::kNone> each(events_);
   // kRuns: the cells since the last live object (or since this step's start) go to the profiler
   // as one on_free_range when a live object or the step's end closes them and they held a dead
   // object, free cells and all (a range may cover free memory). The loop's own count of the
@@ -70,7 +70,7 @@ bool Heap::sweep_cells_loop(std::uint64_t budget) {
   auto report_run = [&](Address end) {
     if constexpr (kMode == DeathReports::kRuns) {
       if (freed != reported) {
-        profiler_->on_free_range(run_begin, end - run_begin);
+        events_->on_free_range(run_begin, end - run_begin);
         reported = freed;
       }
     }

@@ -126,6 +126,15 @@ struct ProfilerState {
   std::vector<Address> gc_frees;
   std::vector<FreeRangeLog> gc_free_ranges;
   std::vector<PendingResize> gc_resizes;
+  // report_survivors' findings for gc_end, in place of the collector threads' logs: the dead,
+  // the moved that did not go into the cards, and how many did. `survivors_this_gc`: the GC
+  // open now takes them (wants_object_events() is false).
+  bool survivors_this_gc = false, survivors_reported = false;
+  std::uint64_t objects_at_gc = 0;  // objects allocated before the latest gc_begin (all threads)
+  std::vector<Address> survivor_frees;
+  std::vector<MoveLog> survivor_moves;
+  std::uint64_t survivor_carded = 0;
+  std::vector<Address> survivor_asked, survivor_answers;  // scratch of report_survivors
   std::vector<PendingResize> orphaned_resizes;  // of detached threads, under threads_mutex
   // Under control_mutex: a GC bracket is open (mutator chunks are held), and the thread-end
   // records of threads detached during it, written after the held chunks at gc_end.
@@ -135,7 +144,7 @@ struct ProfilerState {
   std::vector<std::uint32_t> deferred_thread_ends;
   std::atomic<std::uint64_t> objects_tracked{0};
   std::uint64_t leaks_reported = 0, bits_harvested = 0, moves = 0, frees = 0, free_ranges = 0, root_marks = 0;
-  std::uint64_t reused_starts = 0, tracker_indexed_gcs = 0;  // ProfilerStats
+  std::uint64_t reused_starts = 0, tracker_indexed_gcs = 0, survivor_gcs = 0;  // ProfilerStats
   std::vector<StaleObject> stale;  // scratch of the stale check
   std::unordered_map<std::uint64_t, Detection> detections;  // per (site, type) group
   std::uint64_t bytes_at_gc = 0;
@@ -315,6 +324,16 @@ void search_leak_paths(ProfilerState& st, const ProfilerOptions& o, const std::v
   });
 }
 
+// FateReports::kCheaper's choice at gc_begin, from what the profiler knows then: the tracked
+// objects the survivors' answers would cost (~30 instructions each: the collector's loop, the
+// card or log, the tracker's pass) against the objects allocated since the last GC, about as
+// many as a steady-state collection moves or frees, each hook call costing the collector ~5-25
+// instructions (bench_sim_gc's collections, docs/results.md).
+bool survivors_cheaper(std::uint64_t tracked, std::uint64_t allocated) {
+  constexpr std::uint64_t kSurvivorsPerAllocation = 4;
+  return tracked * kSurvivorsPerAllocation <= allocated;
+}
+
 }  // namespace
 
 std::string format_site(std::string_view method, std::uint32_t bytecode_offset) {
@@ -432,6 +451,8 @@ Result<std::unique_ptr<Profiler>> Profiler::create(ProfilerOptions options) {
     p->state_->writer = std::move(*writer);
     p->state_->control = p->state_->writer->make_buffer(trace::kControlStream);
   }
+  p->always_object_events_ =
+      p->options_.fate_reports == FateReports::kHooks || p->check_hooks_ || p->state_->writer != nullptr;
   return p;
 }
 
@@ -746,10 +767,11 @@ Status Profiler::gc_begin(GcKind kind) {
   TraceWriter::Gather gather(st.writer.get());
   const auto e = epoch();
   if (st.checker) st.checker->gc_begin();
-  std::uint64_t bytes = 0;
+  std::uint64_t bytes = 0, objects = 0;
   {
     std::shared_lock<std::shared_mutex> lock(st.threads_mutex);
     bytes = st.retired.bytes;
+    objects = st.retired.objects;
     st.objects_tracked.fetch_add(st.tracker.add(st.orphaned_tracked), std::memory_order_relaxed);
     st.orphaned_tracked.clear();
     st.objects_tracked.fetch_add(st.tracker.add_records(st.orphaned_records), std::memory_order_relaxed);
@@ -772,6 +794,7 @@ Status Profiler::gc_begin(GcKind kind) {
       resizes.insert(resizes.end(), t->pending_resizes().begin(), t->pending_resizes().end());
       t->pending_resizes().clear();
       const std::uint64_t own = t->allocated_bytes.load(std::memory_order_relaxed);
+      objects += t->allocated_objects.load(std::memory_order_relaxed);
       bytes += own;
       st.clocks.record(t->clock_slot(), e, own);
       t->reset_cache();
@@ -830,7 +853,15 @@ Status Profiler::gc_begin(GcKind kind) {
   if (st.control) st.control->flush();
   // The collector hooks' short paths, until gc_end.
   short_hook_starts_.store(tracked_starts_, std::memory_order_relaxed);
-  short_hook_cards_.store(st.tracker.hooks_may_card() ? tracked_cards_ : nullptr, std::memory_order_relaxed);
+  // The way this GC's fates reach the tracker. With the survivors the hooks' reports do not reach
+  // it, so they card nothing; report_survivors cards the moves it finds instead.
+  st.survivors_this_gc = !always_object_events_ && (options_.fate_reports == FateReports::kSurvivors ||
+                                                    survivors_cheaper(st.tracker.live(), objects - st.objects_at_gc));
+  st.objects_at_gc = objects;
+  st.survivors_reported = false;
+  wants_object_events_.store(!st.survivors_this_gc, std::memory_order_relaxed);
+  short_hook_cards_.store(st.tracker.hooks_may_card() && !st.survivors_this_gc ? tracked_cards_ : nullptr,
+                          std::memory_order_relaxed);
   traced_hook_starts_.store(traced_starts_, std::memory_order_relaxed);
   return {};
 }
@@ -1141,6 +1172,58 @@ void Profiler::on_root(Address addr) {
   ++collector_local(*state_).roots_seen;
 }
 
+// The tracker's records asked in one batch (their addresses gathered, one virtual call); each
+// answer becomes what the hooks would have logged for it (a free, a move carded where the cards
+// can take it, else logged), so gc_end applies them through the same one pass.
+void Profiler::report_survivors(const SurvivorOracle& oracle) {
+  if (options_.fate_reports == FateReports::kHooks) {
+    protocol_error("report_survivors", 0,
+                   "ProfilerOptions::fate_reports is kHooks: the tracker follows the hooks' reports; the answers are "
+                   "not asked for");
+    return;
+  }
+  if (!in_gc_.load(std::memory_order_relaxed)) [[unlikely]] {
+    protocol_error("report_survivors", 0, "called outside gc_begin/gc_end; the answers are not asked for");
+    return;
+  }
+  ProfilerState& st = *state_;
+  if (st.survivors_reported) {
+    protocol_error("report_survivors", 0, "called twice in one GC; the second time is ignored");
+    return;
+  }
+  st.survivors_reported = true;
+  if (!st.survivors_this_gc) return;  // this GC's hooks report every move and free
+  // The only space's cards, as the hooks' short paths use them (StaleTracker::card_move).
+  std::uint32_t* const cards = st.tracker.hooks_may_card() ? st.tracker.hook_cards() : nullptr;
+  const std::uint64_t* const starts = st.tracker.alloc_starts();
+  std::vector<Address>& asked = st.survivor_asked;
+  std::vector<Address>& answers = st.survivor_answers;
+  st.tracker.record_addresses(asked);
+  answers.resize(asked.size());
+  if (!asked.empty()) oracle.survivors(asked, answers);
+  for (std::size_t i = 0; i < asked.size(); ++i) {
+    const Address from = asked[i], to = answers[i];
+    if (to == from) continue;
+    if (to == 0) {
+      st.survivor_frees.push_back(from);
+      continue;
+    }
+    if (cards != nullptr && starts != nullptr && in_the_space(from, 0) && in_the_space(to, 0) &&
+        internal::StaleTracker::card_move(cards, starts, from - space_begin_, to - space_begin_)) {
+      ++st.survivor_carded;
+      continue;
+    }
+    if (!in_spaces(to, 0)) [[unlikely]] {
+      protocol_error("report_survivors", from,
+                     fmt::format("survived at {:#x}: an address outside every registered space; the object keeps "
+                                 "its place",
+                                 to));
+      continue;
+    }
+    st.survivor_moves.push_back({from, to});
+  }
+}
+
 Status Profiler::gc_end() {
   if (!in_gc_.load()) return make_error(ErrorCode::kProtocol, fmt::format("gc_end in epoch {} without gc_begin", epoch()));
   short_hook_starts_.store(nullptr, std::memory_order_relaxed);
@@ -1159,6 +1242,25 @@ Status Profiler::gc_end() {
   free_ranges.clear();
   internal::gather_collector_logs(st.collectors, moves, ranges, frees, free_ranges);
   std::uint64_t carded = 0;  // moves the hooks wrote into the tracker's cards instead of the logs
+  if (st.survivors_this_gc) {
+    // The collector's answers replace whatever its hooks logged (the same facts, for the trace).
+    moves.clear();
+    ranges.clear();
+    frees.clear();
+    free_ranges.clear();
+    if (st.survivors_reported) {
+      moves.swap(st.survivor_moves);
+      frees.swap(st.survivor_frees);
+      carded = st.survivor_carded;
+    } else {
+      protocol_error("gc_end", 0,
+                     "this GC took its fates from report_survivors (wants_object_events() was false), but it was "
+                     "not called: the tracked objects keep their places");
+    }
+    st.survivor_moves.clear();
+    st.survivor_frees.clear();
+    st.survivor_carded = 0;
+  }
   for (auto& local : st.collectors) {
     carded += local.moves_carded;
     st.moves += local.moves_seen;
@@ -1173,6 +1275,7 @@ Status Profiler::gc_end() {
   const internal::StaleTracker::ApplyResult applied = st.tracker.apply(bits, e, moves, ranges, frees, free_ranges, carded);
   st.reused_starts += applied.conflicts;
   st.tracker_indexed_gcs += applied.indexed;
+  st.survivor_gcs += st.survivors_this_gc;
   release_held_bits(st);
   if (st.checker) st.checker->gc_end();
 
@@ -1304,6 +1407,7 @@ ProfilerStats Profiler::stats() const {
   s.root_marks = st.root_marks;
   s.reused_starts = st.reused_starts;
   s.tracker_indexed_gcs = st.tracker_indexed_gcs;
+  s.survivor_gcs = st.survivor_gcs;
   if (st.writer) {
     s.trace_bytes = st.writer->bytes_written();
     s.trace_chunks = st.writer->chunks_written();

@@ -310,6 +310,27 @@ class StaleTracker {
     return false;
   }
 
+  // The address of every live record, appended to `out`: the table's and the young adopted
+  // at gc_begin (report_survivors asks the collector about each).
+  void record_addresses(std::vector<Address>& out) const {
+    std::size_t n = 0;
+    for (const auto& t : tables_) n += t.size();
+    for (const auto& y : young_) n += y.size();
+    out.resize(n);
+    Address* o = out.data();
+    for (std::size_t s = 0; s < tables_.size(); ++s) {
+      const HeapSpace space = spaces_[s];
+      for (const TrackedRecord& r : tables_[s])
+        if (r.site_type != kDead) *o++ = space.address_of(r.granule);
+    }
+    if (!young_.empty()) {
+      const HeapSpace space = spaces_[0];
+      for (const auto& y : young_)
+        for (const TrackedRecord& r : y) *o++ = space.address_of(r.granule);
+    }
+    out.resize(static_cast<std::size_t>(o - out.data()));
+  }
+
   // site_type = map(site_type) for every record (a detached thread's objects go to the program's
   // clock: ProgressClocks).
   template <class Map>

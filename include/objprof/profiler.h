@@ -71,6 +71,7 @@
 #include "objprof/heap_walk.h"
 #include "objprof/path_search.h"
 #include "objprof/result.h"
+#include "objprof/survivor_oracle.h"
 #include "objprof/thread_state.h"
 #include "objprof/trace_format.h"
 #include "objprof/trace_sink.h"
@@ -150,6 +151,22 @@ struct ProtocolError {
 // on without rebuilding the runtime.
 bool check_hooks_from_environment() noexcept;
 
+// How the stale tracker learns what each GC did to the objects it tracks (ProfilerOptions::
+// fate_reports; docs/embedding.md, "Survivors from the collector").
+enum class FateReports : std::uint8_t {
+  // From the collector's per-object hooks (on_move, on_move_range, on_free, on_free_range,
+  // on_free_batch), in every GC. The default.
+  kHooks,
+  // From report_survivors, in every GC: the collector reports each move and free only while
+  // wants_object_events() says so (a trace, or the hook checks), and the tracker ignores them.
+  kSurvivors,
+  // Per GC, whichever way the profiler expects to cost less, decided at gc_begin and told by
+  // wants_object_events(): report_survivors when the tracked objects are few beside the objects
+  // allocated since the last GC (a hook call costs the collector a few instructions per object
+  // it moves or frees, an answer a few dozen per tracked object), the hooks otherwise.
+  kCheaper,
+};
+
 struct ProfilerOptions {
   // GC_K: epochs without an access before a tracked object is reported.
   std::uint32_t stale_after_epochs = 4;
@@ -197,6 +214,11 @@ struct ProfilerOptions {
   // (a pair whose objects lie beyond the budget would otherwise cost a search at every GC);
   // 0: never search.
   std::uint32_t path_attempts = 3;
+  // How the tracker learns the tracked objects' fates: the hooks, or the collector's own answers
+  // (report_survivors with a SurvivorOracle: survivor_oracle.h), always or when cheaper. With
+  // the survivors a GC costs the profiler nothing per moved or dead object, and one question per
+  // tracked object.
+  FateReports fate_reports = FateReports::kHooks;
 };
 
 struct ProfilerStats {
@@ -231,6 +253,8 @@ struct ProfilerStats {
   // bits that could not be mapped. A cost signal: a runtime whose collections all come here
   // pays a lookup per record and event (docs/embedding.md, section 2).
   std::uint64_t tracker_indexed_gcs = 0;
+  // GCs whose fates came from report_survivors (FateReports::kSurvivors, kCheaper).
+  std::uint64_t survivor_gcs = 0;
 };
 
 namespace internal {
@@ -422,6 +446,25 @@ class Profiler {
   // handles are not frames: marking them would hide what a static structure leaks. Several
   // collector threads may call it at once.
   void on_root(Address addr);
+  // With FateReports::kSurvivors, or kCheaper in a GC whose wants_object_events() is false:
+  // the fates of this GC's tracked objects (every object the tracker tracked when gc_begin
+  // returned), asked of `oracle` in batches at their pre-GC addresses. Call it once per GC,
+  // between gc_begin and gc_end, from one collector thread while no other collector hook runs,
+  // once the collector knows every object's fate and before any dead object's memory is
+  // reused: after marking (a mark-sweep collector, before its sweep; a lazy or incremental one,
+  // before its first sweep step), after copying (a copying or compacting one, while its
+  // forwarding information is still there). In a GC that takes the hooks' reports instead
+  // (wants_object_events() true) it asks nothing. Misuse (FateReports::kHooks, outside the
+  // bracket, twice in one GC, a survivor outside every space) is a ProtocolError; a GC that
+  // needed it and reaches gc_end without it reports one too, and its tracked objects keep
+  // their places.
+  void report_survivors(const SurvivorOracle& oracle);
+  // Whether the collector must report each move and free of the GC open now (ask after
+  // gc_begin; the answer holds until gc_end): always with FateReports::kHooks, a trace (it
+  // records every move and death) or the hook checks (their shadow of the heap follows every
+  // event); never otherwise with kSurvivors; chosen per GC with kCheaper. When false, the GC's
+  // fates come from report_survivors alone, and hooks called anyway are only counted.
+  bool wants_object_events() const noexcept { return wants_object_events_.load(std::memory_order_relaxed); }
   Status gc_end();
 
   // Flushes every buffer, writes the end record and syncs the trace. Idempotent. Called by
@@ -537,6 +580,9 @@ class Profiler {
   // (in_the_space) counts its event and asks the tracker's filter, nothing else (once per
   // object per GC).
   bool plain_collector_hooks_ = false;
+  // wants_object_events(), chosen at gc_begin; and whether this profiler always wants them.
+  std::atomic<bool> wants_object_events_{true};
+  bool always_object_events_ = true;
   Address space_begin_ = 0;
   std::uint64_t space_bytes_ = 0;
   const BarrierDescriptor* space_desc_ = nullptr;  // the only space's, for mark_on_alloc

@@ -14,6 +14,7 @@
 #include <objprof/objprof.h>
 
 #include <catch2/catch.hpp>
+#include <fmt/core.h>
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -51,6 +52,8 @@ struct Config {
   std::uint64_t stale_bytes = ProfilerOptions::kAutoStaleBytes;
   double compact_free_fraction = HeapOptions{}.compact_free_fraction;
   bool pretouch = false;
+  FateReports fates = FateReports::kHooks;
+  bool checks = check_hooks_from_environment();
 };
 
 Outcome run_module(const ir::Module& module, const Config& c) {
@@ -58,6 +61,8 @@ Outcome run_module(const ir::Module& module, const Config& c) {
   po.default_leak_printer = false;
   po.on_leak = {};
   po.stale_after_bytes = c.stale_bytes;
+  po.fate_reports = c.fates;
+  po.check_hooks = c.checks;
   auto prof = Profiler::create(std::move(po));
   REQUIRE(prof.ok());
   HeapOptions ho;
@@ -179,6 +184,52 @@ TEST_CASE("listleak reports the first node's allocation site and nothing else, e
       CHECK(o.heap.sweep_steps > o.heap.gcs);
     } else {
       CHECK(o.heap.objects_allocated_in_sweep == 0);
+    }
+  }
+}
+
+// The collector's answers (FateReports::kSurvivors, and kCheaper where it takes them) tell the
+// tracker what the hooks tell it: the same leaks, the same tracked objects, every collector;
+// the hook checks off, so that no GC needs the hooks (the checks follow every event).
+TEST_CASE("the leak report is the same with the fates from the hooks or from the collector's answers, every collector", "[sim]") {
+  for (const char* name : {"listleak", "swapleak", "points"}) {
+    for (GcPolicy gc : kAllGcPolicies) {
+      Outcome o[3];
+      const FateReports fates[3] = {FateReports::kHooks, FateReports::kSurvivors, FateReports::kCheaper};
+      for (int i = 0; i < 3; ++i) {
+        Config c;
+        c.gc = gc;
+        c.size = std::string(name) == "listleak" ? test::scaled(600, 2) : std::string(name) == "swapleak" ? 2000 : 300;
+        if (std::string(name) == "points") c.heap = 128 << 10;  // collected often
+        c.fates = fates[i];
+        c.checks = false;
+        o[i] = run_workload(name, c);
+        INFO(name << " " << gc_policy_name(gc) << " fates " << i);
+        REQUIRE(o[i].result.ok());
+        CHECK(o[i].heap.gcs >= 3);
+        CHECK(o[i].prof.protocol_errors == 0);
+        CHECK(o[i].prof.reused_starts == 0);
+      }
+      INFO(name << " " << gc_policy_name(gc));
+      auto key = [](const Outcome& out) {
+        std::vector<std::string> k;
+        for (const Leak& l : out.leaks) k.push_back(fmt::format("{} {} {} {}", l.method, l.type, l.bci, l.size));
+        std::sort(k.begin(), k.end());
+        return k;
+      };
+      CHECK(o[0].prof.survivor_gcs == 0);
+      // Every GC of kSurvivors took the answers, and the collector called no hook.
+      CHECK(o[1].prof.survivor_gcs == o[1].heap.gcs);
+      CHECK(o[1].prof.moves + o[1].prof.frees + o[1].prof.free_ranges == 0);
+      for (int i = 1; i < 3; ++i) {
+        CHECK(key(o[i]) == key(o[0]));
+        CHECK(o[i].prof.tracked_live == o[0].prof.tracked_live);
+        CHECK(o[i].prof.objects_tracked == o[0].prof.objects_tracked);
+        CHECK(o[i].prof.leaks_reported == o[0].prof.leaks_reported);
+        CHECK(o[i].heap.gcs == o[0].heap.gcs);
+      }
+      // points tracks few objects beside what it allocates: kCheaper takes the answers there.
+      if (std::string(name) == "points") CHECK(o[2].prof.survivor_gcs > 0);
     }
   }
 }
