@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `objprof run`'s online leak report on the ListLeak workload: under each collector it finds
 # the one leaking site as one grouped entry with its path from a root (the list's static), writes the same group as JSON (--leaks-json), shows
-# the per-object view on request, and refuses bad options with a message and exit status 1.
+# the per-object view on request, finds the same leak whichever way the tracked objects' fates
+# reach the detector (--fates), and refuses bad options with a message and exit status 1.
 # Usage: run_leak_report.sh BIN_DIR   (EMULATOR: e.g. qemu-aarch64 for a cross build)
 set -euo pipefail
 bin="$1"
@@ -23,6 +24,18 @@ for gc in semispace marksweep lazysweep; do
   grep -q '"root_kind": "static"' "$work/$gc.json" || fail "$gc: JSON group has no path from a static"
 done
 
+# The hook checks would make every GC take the hooks: off, so that --fates decides.
+for fates in survivors cheaper; do
+  for gc in semispace marksweep lazysweep; do
+    OBJPROF_CHECK_HOOKS=0 run listleak --gc="$gc" --fates="$fates" --quiet >"$work/f.out" 2>&1 || fail "--fates=$fates $gc: exit $?"
+    grep -q "^leak report (1 site, 1 object" "$work/f.out" || fail "--fates=$fates $gc: $(cat "$work/f.out")"
+    grep -q "#1 ListLeak allocated at main bci 4" "$work/f.out" || fail "--fates=$fates $gc: expected the leaking site first"
+    if [ "$fates" = survivors ]; then  # every GC took the answers
+      grep -Eq "fates: ([0-9]+) of \1 GCs told" "$work/f.out" || fail "--fates=survivors $gc: $(grep fates: "$work/f.out")"
+    fi
+  done
+done
+
 run listleak --quiet --leak-view=objects >"$work/objects.out" 2>&1 || fail "objects view: exit $?"
 grep -q "^possible leaks, one per object (1;" "$work/objects.out" || fail "objects view: $(cat "$work/objects.out")"
 
@@ -37,4 +50,9 @@ run listleak --leak-view=table >"$work/bad2.out" 2>&1
 rc=$?
 set -e
 [ "$rc" = 1 ] && grep -q "leak-view" "$work/bad2.out" || fail "--leak-view=table: exit $rc, $(cat "$work/bad2.out")"
-echo "ok: one grouped leak entry under semispace, marksweep and lazysweep; JSON; per-object view; bad options refused"
+set +e
+run listleak --fates=oracle >"$work/bad3.out" 2>&1
+rc=$?
+set -e
+[ "$rc" = 1 ] && grep -q "fates" "$work/bad3.out" || fail "--fates=oracle: exit $rc, $(cat "$work/bad3.out")"
+echo "ok: one grouped leak entry under semispace, marksweep and lazysweep, with every --fates; JSON; per-object view; bad options refused"

@@ -46,6 +46,7 @@ struct RunOptions {
   bool no_paths = false;
   std::vector<std::string> assume;  // allocation-marks, root-marks
   std::string cache = "everywhere";  // or "profile"
+  std::string fates = "hooks";       // or "survivors", "cheaper"
 };
 
 int run_error(const std::string& msg) {
@@ -130,6 +131,10 @@ int run(const RunOptions& o) {
     return run_error("--leak-view must be groups or objects, not '" + o.leak_view + "'");
   po.min_tracked_size = o.min_size;
   po.trace_path = o.trace;
+  if (o.fates == "hooks") po.fate_reports = FateReports::kHooks;
+  else if (o.fates == "survivors") po.fate_reports = FateReports::kSurvivors;
+  else if (o.fates == "cheaper") po.fate_reports = FateReports::kCheaper;
+  else return run_error("--fates must be hooks, survivors or cheaper, not '" + o.fates + "'");
   // Paths from roots: the sim walks its heap for the profiler (bound to the heap below).
   sim::SimHeapWalker walker;
   if (!o.no_paths) po.heap_walker = &walker;
@@ -214,6 +219,10 @@ int run(const RunOptions& o) {
   fmt::print("  objects: {} allocated ({}), {} large, {} freed, {} moved; {} tracked by the profiler\n",
              s.objects_allocated, sim::format_bytes(s.bytes_allocated), hs.large_objects_allocated, hs.objects_freed,
              hs.objects_moved, s.objects_tracked);
+  if (prof.options().fate_reports != FateReports::kHooks)
+    fmt::print("  fates: {} of {} GCs told the profiler their tracked objects' fates (--fates={}), the others "
+               "reported each move and free\n",
+               s.survivor_gcs, hs.gcs, o.fates);
   fmt::print("  accesses: {} executed by {} instructions{}; the {} pass kept {} of {} access sites, elided {} accesses\n",
              is.accesses, is.instructions, jit ? " (interpreted code only)" : "", o.pass, is.static_kept,
              is.static_sites, is.barriers_elided);
@@ -260,6 +269,10 @@ const RegisterCommand kRun([](CLI::App& app) -> std::function<int()> {
                   "object's first accesses need no barrier), root-marks (each GC marks what the frames hold, so GC "
                   "points end no availability)")
       ->delimiter(',');
+  cmd->add_option("--fates", opt->fates,
+                  "how the leak detector learns what each GC did to the objects it tracks: hooks (a hook call per "
+                  "moved or dead object), survivors (the collector's answers for the tracked objects alone), or "
+                  "cheaper (per GC, whichever costs less); a trace or the hook checks always take the hooks");
   cmd->add_option("--cache", opt->cache,
                   "where the barrier's cache is used: everywhere (every kept site) or profile (per site, from a "
                   "training run at half the size; interpreter and JIT)");
