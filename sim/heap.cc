@@ -445,7 +445,6 @@ class Heap::Survivors final : public SurvivorOracle {
   const Heap& heap_;
 };
 
-
 Status Heap::do_collect(Collection c) {
   // One bracket at a time, and the mark needs a space whose dead objects are all reported.
   if (sweeping_) OBJPROF_RETURN_IF_ERROR(finish_sweep_locked());

@@ -356,7 +356,7 @@ class Heap {
   void for_each_ref_slot(Address obj, Fn&& fn) const;
   std::uint64_t cell_size(std::uint64_t size) const { return (size + 15) & ~std::uint64_t{15}; }
   bool in_los(Address a) const { return a - los_begin_ < los_end_ - los_begin_; }
-  // ProfilerOptions::survivors_from_collector: where the object at pre-GC address `a` is after
+  // FateReports::kSurvivors, kCheaper: where the object at pre-GC address `a` is after
   // this GC, or 0 if it died (the SurvivorOracle the collection hands to report_survivors).
   class Survivors;
   Address survivor_of(Address a) const noexcept;

@@ -310,8 +310,8 @@ class StaleTracker {
     return false;
   }
 
-  // The address of every live record, appended to `out`: the table's and the young adopted
-  // at gc_begin (report_survivors asks the collector about each).
+  // The address of every live record, in `out` (which it replaces): the table's and the young
+  // adopted at gc_begin (report_survivors asks the collector about each).
   void record_addresses(std::vector<Address>& out) const {
     std::size_t n = 0;
     for (const auto& t : tables_) n += t.size();

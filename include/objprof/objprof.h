@@ -11,6 +11,7 @@
 #include "objprof/profiler.h"
 #include "objprof/result.h"
 #include "objprof/root_path.h"
+#include "objprof/survivor_oracle.h"
 #include "objprof/thread_state.h"
 #include "objprof/trace_format.h"
 #include "objprof/trace_reader.h"

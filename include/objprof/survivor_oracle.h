@@ -6,7 +6,7 @@
 // tracked objects only, so a collection that moves or frees millions of small objects costs it
 // nothing per object (docs/embedding.md, "Survivors from the collector").
 //
-// The contract (ProfilerOptions::survivors_from_collector, Profiler::report_survivors):
+// The contract (ProfilerOptions::fate_reports, Profiler::report_survivors):
 // - The profiler asks about each tracked object once, with the address the object had when
 //   the GC began, in batches (one virtual call per batch, so the collector's loop over a batch
 //   is as tight as its own code), from inside report_survivors, on the thread that called it.
