@@ -60,6 +60,9 @@ struct GlobalHook {
   // upvalue mark what they write (objprof_lua_elim.h).
   bool root_marks;
   bool upvalue_marks;  // false only under OBJPROF_LUA_ELIM_FAULT=no-upvalue-marks
+  // The collection open now takes its tracked objects' fates from atomic()'s answers
+  // (OBJPROF_LUA_FATES; on_survivors): the sweep's frees skip the profiler.
+  bool answers;
   bool frame_write_marks;
 #if defined(LUA_OBJPROF_CHECK)
   // objprof-lua-check: barriers run, accesses that ran without one, and those of them whose
@@ -80,6 +83,7 @@ void on_free(lua_State* L, GCObject* o);
 void on_resize(lua_State* L, GCObject* o);
 void on_gc_begin(lua_State* L);
 void on_gc_end(lua_State* L);
+void on_survivors(lua_State* L);
 void on_close(lua_State* L);
 Vm* vm_of(lua_State* L) noexcept;  // null when the state is not (or no longer) profiled
 bool incremental_forced(const Vm& vm) noexcept;
@@ -129,7 +133,10 @@ OBJPROF_ALWAYS_INLINE void access_call(GlobalHook& hook, const void* closure) no
 OBJPROF_ALWAYS_INLINE void free_hook(GlobalHook& hook, lua_State* L, GCObject* o, bool thread_or_proto) {
   objprof::Profiler* prof = hook.prof;
   if (prof == nullptr) return;
-  if (!thread_or_proto && prof->on_free_if_inline(reinterpret_cast<objprof::Address>(o))) [[likely]] return;
+  if (!thread_or_proto) {
+    if (hook.answers) return;  // atomic() answered for the tracked objects (on_survivors)
+    if (prof->on_free_if_inline(reinterpret_cast<objprof::Address>(o))) [[likely]] return;
+  }
   on_free(L, o);
 }
 
@@ -168,6 +175,7 @@ inline void copy_space(GlobalHook& hook, const objprof::BarrierDescriptor& space
 #define luai_objprof_execaccess(o)	objprof_lua::access(*luai_objprof_exechook_, (o))
 #define luai_objprof_gcbegin(L)		objprof_lua::on_gc_begin(L)
 #define luai_objprof_gcend(L)		objprof_lua::on_gc_end(L)
+#define luai_objprof_survivors(L)	objprof_lua::on_survivors(L)
 #define luai_objprof_close(L)		objprof_lua::on_close(L)
 #define luai_objprof_allocf(f)		objprof_lua::allocator(f)
 #define luai_objprof_allocud(ud)	objprof_lua::allocator_ud(ud)

@@ -410,10 +410,10 @@ void close_vm(Vm& vm, lua_State* L) {
   if (vm.opt.stats) {
     const objprof::ProfilerStats st = vm.prof->stats();
     std::fprintf(stderr,
-                 "objprof: stats: %llu GCs, %llu objects (%llu bytes) allocated, %llu tracked, %llu freed, "
-                 "%llu marked granules, heap region used %llu bytes (objects from %llu), trace %llu bytes, "
-                 "%llu protocol errors\n",
-                 (unsigned long long)st.epoch, (unsigned long long)st.objects_allocated,
+                 "objprof: stats: %llu GCs (%llu with atomic()'s answers), %llu objects (%llu bytes) allocated, "
+                 "%llu tracked, %llu freed, %llu marked granules, heap region used %llu bytes (objects from %llu), "
+                 "trace %llu bytes, %llu protocol errors\n",
+                 (unsigned long long)st.epoch, (unsigned long long)st.survivor_gcs, (unsigned long long)st.objects_allocated,
                  (unsigned long long)st.bytes_allocated, (unsigned long long)st.objects_tracked,
                  (unsigned long long)st.frees, (unsigned long long)st.bits_harvested,
                  (unsigned long long)vm.region.used(), (unsigned long long)vm.used_from, (unsigned long long)st.trace_bytes,
@@ -424,6 +424,7 @@ void close_vm(Vm& vm, lua_State* L) {
   g->objprof.resize_floor = UINT64_MAX;
   copy_space(g->objprof, empty_space());
   g->objprof.root_marks = g->objprof.frame_write_marks = false;
+  g->objprof.answers = false;
 }
 
 void at_exit() {
@@ -443,6 +444,9 @@ Vm* create_vm() {
   po.stale_after_bytes = vm->opt.stale_bytes;
   po.min_tracked_size = vm->opt.min_size;
   po.trace_path = vm->opt.trace_path;
+  po.fate_reports = vm->opt.fates == Options::Fates::kSurvivors ? objprof::FateReports::kSurvivors
+                    : vm->opt.fates == Options::Fates::kCheaper ? objprof::FateReports::kCheaper
+                                                                : objprof::FateReports::kHooks;
   po.default_leak_printer = false;  // the report at exit groups them (report())
   po.heap_walker = &vm->walker;
 #if defined(LUA_OBJPROF_CHECK)
@@ -510,6 +514,7 @@ void init(GlobalHook& hook, Alloc frealloc, void* ud, const GCObject* main_threa
     copy_space(hook, empty_space());
     hook.root_marks = hook.frame_write_marks = hook.upvalue_marks = false;
   }
+  hook.answers = false;
 #if defined(LUA_OBJPROF_CHECK)
   hook.barriers = hook.unbarriered = hook.violations = 0;
 #endif
@@ -670,6 +675,35 @@ void on_gc_begin(lua_State* L) {
     std::fprintf(stderr, "objprof-lua: %s\n", s.error().message.c_str());
   reset_caches(G(L)->objprof);  // the bitmap was cleared: the next access must mark again
   copy_space(G(L)->objprof, *vm->space);  // and the active buffer is the other one now
+  // This collection's tracked objects' fates come from atomic()'s answers (on_survivors), not
+  // from the sweep's frees, which then skip the profiler (free_hook).
+  G(L)->objprof.answers = vm->prof->in_gc() && !vm->prof->wants_object_events();
+}
+
+namespace {
+
+// After atomic() flipped the current white, an object of the cycle is dead if it still has the
+// other (old) white: Lua's own isdead. Lua never moves an object, so a survivor stays put.
+class LuaSurvivors final : public objprof::SurvivorOracle {
+ public:
+  explicit LuaSurvivors(global_State* g) : g_(g) {}
+  void survivors(std::span<const Address> pre_gc, std::span<Address> post_gc) const noexcept override {
+    for (std::size_t i = 0; i < pre_gc.size(); ++i) {
+      const GCObject* o = reinterpret_cast<const GCObject*>(pre_gc[i]);
+      post_gc[i] = isdead(g_, o) ? 0 : pre_gc[i];
+    }
+  }
+
+ private:
+  global_State* g_;
+};
+
+}  // namespace
+
+void on_survivors(lua_State* L) {
+  Vm* vm = vm_of(L);
+  if (!vm || !G(L)->objprof.answers) return;
+  vm->prof->report_survivors(LuaSurvivors(G(L)));
 }
 
 void on_gc_end(lua_State* L) {
@@ -678,6 +712,7 @@ void on_gc_end(lua_State* L) {
   // back to white) closes nothing.
   if (!vm || !vm->prof->in_gc()) return;
   flush_frees(*vm);
+  G(L)->objprof.answers = false;  // frees outside a collection's bracket go to the profiler
   if (objprof::Status s = vm->prof->gc_end(); !s.ok())
     std::fprintf(stderr, "objprof-lua: %s\n", s.error().message.c_str());
   // Lua's collector does not move objects, but a sweep freed some: a cached address may belong

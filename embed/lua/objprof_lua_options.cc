@@ -76,6 +76,15 @@ objprof::Result<Options> options_from_environment() {
       return objprof::make_error(objprof::ErrorCode::kInvalidArgument, "OBJPROF_LUA_HEAP must be at least 1M");
     o.heap_bytes = *b;
   }
+  if (const char* v = env("OBJPROF_LUA_FATES")) {
+    const std::string f = v;
+    if (f == "hooks") o.fates = Options::Fates::kHooks;
+    else if (f == "survivors") o.fates = Options::Fates::kSurvivors;
+    else if (f == "cheaper") o.fates = Options::Fates::kCheaper;
+    else
+      return objprof::make_error(objprof::ErrorCode::kInvalidArgument,
+                                 fmt::format("OBJPROF_LUA_FATES='{}': use hooks, survivors or cheaper", f));
+  }
   if (const char* v = env("OBJPROF_LUA_REPORT")) o.report = std::string(v) != "0";
   if (const char* v = env("OBJPROF_LUA_STATS")) o.stats = std::string(v) != "0";
   if (const char* v = env("OBJPROF_LUA_ELIM")) {

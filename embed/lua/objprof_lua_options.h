@@ -22,6 +22,13 @@ struct Options {
   std::uint64_t heap_bytes = std::uint64_t{1} << 30;  // OBJPROF_LUA_HEAP: the region (K/M/G suffixes)
   bool report = true;                       // OBJPROF_LUA_REPORT=0: no leak report at exit
   bool stats = false;                       // OBJPROF_LUA_STATS=1: profiler statistics at exit
+  // OBJPROF_LUA_FATES: how the leak detector learns what each collection did to the objects it
+  // tracks (objprof::FateReports): hooks (the sweep reports each free), survivors (atomic()
+  // answers for the tracked objects alone: dead or alive, from their color) or cheaper (per
+  // collection, whichever costs less; the default). A trace or the hook checks always take the
+  // hooks.
+  enum class Fates { kHooks, kSurvivors, kCheaper };
+  Fates fates = Fates::kCheaper;
   // OBJPROF_LUA_ELIM=1: run objprof's barrier-elimination pass on every prototype Lua loads and
   // rewrite the accesses it removes to barrier-free opcodes (docs/embedding.md, "Barrier
   // elimination"). Its promises: root marks at every atomic(), marks on writes into another

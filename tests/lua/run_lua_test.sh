@@ -84,17 +84,34 @@ case "$mode" in
       fi
       elim_note="$(sed -n 's/^objprof: elim: .* \([0-9]*\) table-access sites, \([0-9]*\) rewritten.*/\2 of \1 sites barrier-free/p' "$work/elim.err"), $unbarriered accesses without a barrier, 0 violations"
     done
-    echo "identical output ($(wc -l <"$work/stock.out") lines, exit $stock_rc) under stock Lua and objprof-Lua (generational, incremental)"
+    # The tracked objects' fates from atomic()'s answers (hook checks off: they want the sweep's
+    # frees): the same output, no protocol error, and every collection took the answers.
+    set +e
+    OBJPROF_CHECK_HOOKS=0 OBJPROF_LUA_FATES=survivors OBJPROF_LUA_REPORT=0 OBJPROF_LUA_STATS=1 "${emu[@]}" "$bin/objprof-lua" \
+      "$script" "$@" <"$work/stdin" >"$work/objprof.out" 2>"$work/objprof.err"
+    rc=$?
+    set -e
+    if [[ $rc -ne $stock_rc ]] || ! cmp -s "$work/stock.out" "$work/objprof.out" ||
+       grep -v '^objprof: stats:' "$work/objprof.err" | grep -q "protocol error" ||
+       ! grep -Eq '^objprof: stats: ([0-9]+) GCs \(\1 with atomic' "$work/objprof.err"; then
+      echo "FAIL (survivors): exit $rc vs stock $stock_rc"; diff "$work/stock.out" "$work/objprof.out" | head -20
+      head -20 "$work/objprof.err"; exit 1
+    fi
+    echo "identical output ($(wc -l <"$work/stock.out") lines, exit $stock_rc) under stock Lua and objprof-Lua (generational, incremental, survivors)"
     echo "with barrier elimination: $elim_note"
     ;;
   leak | noleak)
     script="$1"
     # Both collector modes, each without and with barrier elimination (whose root marks must not
     # hide what a suspended coroutine or the heap holds).
-    for gc in generational incremental generational+elim incremental+elim; do
-      elim=0
+    # And each collector mode with the tracked objects' fates from atomic()'s answers
+    # (OBJPROF_LUA_FATES=survivors; the hook checks off, which would want the sweep's frees).
+    for gc in generational incremental generational+elim incremental+elim generational+survivors incremental+survivors; do
+      elim=0 fates=hooks checks=1
       [[ "$gc" == *+elim ]] && elim=1
-      OBJPROF_LUA_GC=${gc%+elim} OBJPROF_LUA_ELIM=$elim "${emu[@]}" "$bin/objprof-lua" "$script" >"$work/out" 2>"$work/err" || { cat "$work/err"; exit 1; }
+      [[ "$gc" == *+survivors ]] && fates=survivors checks=0
+      OBJPROF_CHECK_HOOKS=$checks OBJPROF_LUA_FATES=$fates OBJPROF_LUA_GC=${gc%+*} OBJPROF_LUA_ELIM=$elim \
+        "${emu[@]}" "$bin/objprof-lua" "$script" >"$work/out" 2>"$work/err" || { cat "$work/err"; exit 1; }
       if grep -q "protocol error" "$work/err"; then cat "$work/err"; exit 1; fi
       if [[ "$mode" == noleak ]]; then
         if grep -q "possible leak" "$work/err"; then echo "FAIL ($gc): a leak-free program was reported:"; cat "$work/err"; exit 1; fi
