@@ -158,12 +158,14 @@ case "$mode" in
     out="$(OBJPROF_LUA_STATS=1 "${emu[@]}" "$bin/objprof" lua --elim "$work/e.lua" 2>&1)"
     [[ "$out" == 3* && "$out" == *"objprof: elim: 1 prototypes"*" 5 table-access sites, 4 rewritten"* ]] ||
       { echo "FAIL: objprof lua --elim gave:"; echo "$out"; exit 1; }
-    for bad in "--heap=12Q" "--min-size=-1" "--stale-after=0" "--gc=copying"; do
+    for bad in "--heap=12Q" "--min-size=-1" "--stale-after=0" "--gc=copying" "--fates=oracle"; do
       if "${emu[@]}" "$bin/objprof" lua "$bad" "$work/s.lua" >"$work/out" 2>&1; then echo "FAIL: $bad accepted"; exit 1; fi
       grep -q -- "${bad%%=*}" "$work/out" || { echo "FAIL: $bad: the error does not name the option:"; cat "$work/out"; exit 1; }
     done
     if OBJPROF_LUA_HEAP=lots "${emu[@]}" "$bin/objprof-lua" "$work/s.lua" >"$work/out" 2>&1; then echo "FAIL: bad OBJPROF_LUA_HEAP accepted"; exit 1; fi
     grep -q "OBJPROF_LUA_HEAP" "$work/out" || { cat "$work/out"; exit 1; }
+    if OBJPROF_LUA_FATES=oracle "${emu[@]}" "$bin/objprof-lua" "$work/s.lua" >"$work/out" 2>&1; then echo "FAIL: bad OBJPROF_LUA_FATES accepted"; exit 1; fi
+    grep -q "OBJPROF_LUA_FATES" "$work/out" || { cat "$work/out"; exit 1; }
     # An exhausted region is Lua's own memory error, never a crash.
     printf 'local t = {} for i = 1, 1e7 do t[i] = ("x"):rep(100) .. i end\n' >"$work/big.lua"
     set +e

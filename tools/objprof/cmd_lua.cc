@@ -30,6 +30,7 @@ struct LuaOptions {
   std::string heap = "1G";
   bool no_report = false;
   bool elim = false;
+  std::string fates = "cheaper";
   std::vector<std::string> script_and_args;
 };
 
@@ -65,6 +66,7 @@ int run_lua(const LuaOptions& o) {
   ::setenv("OBJPROF_LUA_HEAP", o.heap.c_str(), 1);
   ::setenv("OBJPROF_LUA_REPORT", o.no_report ? "0" : "1", 1);
   ::setenv("OBJPROF_LUA_ELIM", o.elim ? "1" : "0", 1);
+  ::setenv("OBJPROF_LUA_FATES", o.fates.c_str(), 1);
   if (!o.trace.empty()) ::setenv("OBJPROF_LUA_TRACE", o.trace.c_str(), 1);
   else ::unsetenv("OBJPROF_LUA_TRACE");
   if (!o.gc.empty()) ::setenv("OBJPROF_LUA_GC", o.gc.c_str(), 1);
@@ -96,6 +98,11 @@ const RegisterCommand kLua([](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--heap", opt->heap, "size of the region that holds every Lua object (K/M/G suffixes)")
       ->capture_default_str();
   cmd->add_flag("--no-report", opt->no_report, "print no leak report at exit");
+  cmd->add_option("--fates", opt->fates,
+                  "how the leak detector learns each collection's frees: hooks (the sweep reports each), survivors "
+                  "(atomic() answers for the tracked objects alone) or cheaper (per collection, whichever costs less)")
+      ->check(CLI::IsMember({"hooks", "survivors", "cheaper"}))
+      ->capture_default_str();
   cmd->add_flag("--elim", opt->elim,
                 "remove the barriers objprof's elimination pass proves redundant from the bytecode Lua loads "
                 "(an object a running frame holds then counts as accessed at each GC)");
