@@ -40,7 +40,10 @@ struct Rig : ProfilerRig {
       : ProfilerRig(1 << 16, [&](ProfilerOptions& o) {
           o.check_hooks = false;
           o.fate_reports = fates;
-          if (!trace) o.trace_sink.reset();
+          if (!trace) {
+            o.trace_sink.reset();
+            sink = nullptr;  // no trace to analyze
+          }
         }) {
     REQUIRE(prof->define_type({1, "Obj", 0, false}).ok());
     REQUIRE(prof->define_site({1, 0, "site", 0}).ok());
