@@ -133,7 +133,7 @@ HeapSpace make_space(Address begin, std::uint64_t size, std::uint32_t k) {
 
 }  // namespace
 
-TEST_CASE("backends: Emitted barriers equal the C++ barrier on random address sequences", "[backends][exec]") {
+TEST_CASE("backends: Emitted barriers equal the C++ barrier on random address sequences", "[backends][exec][single-threaded]") {
   if (!barrier_thunks_supported()) {
     SUCCEED("emitted code runs only on x86_64 and arm64 hosts");
     return;

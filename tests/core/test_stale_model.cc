@@ -259,7 +259,7 @@ TEST_CASE("Stale detection matches a reference model under random frees, copies 
     for (std::uint32_t k : {1u, 3u}) run_model(seed, k, false, checks);
 }
 
-TEST_CASE("Stale detection matches the reference model with the fates from the collector's answers", "[core][profiler]") {
+TEST_CASE("Stale detection matches the reference model with the fates from the collector's answers", "[core][profiler][single-threaded]") {
   const FateReports fates = GENERATE(FateReports::kSurvivors, FateReports::kCheaper);
   const bool checks = GENERATE(true, false);
   INFO("fates " << static_cast<int>(fates) << ", hook checks " << checks);

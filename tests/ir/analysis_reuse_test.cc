@@ -17,7 +17,7 @@
 namespace objprof::ir::analysis_reuse_test {
 namespace {
 
-TEST_CASE("FunctionAnalyses: a manager reset from function to function answers as a fresh one", "[ir][analysis][reuse]") {
+TEST_CASE("FunctionAnalyses: a manager reset from function to function answers as a fresh one", "[ir][analysis][reuse][single-threaded]") {
   std::mt19937_64 rng(20261124);
   FunctionAnalyses reused;  // one manager, one pass and one result for the whole stream
   ElimResult reused_result;

@@ -127,7 +127,7 @@ TEST_CASE("Analyses: verifiers agree on generated CFGs of every shape", "[ir]") 
   CHECK(self_loops > 0);
 }
 
-TEST_CASE("Analyses: a 100k-block function is handled iteratively", "[ir]") {
+TEST_CASE("Analyses: a 100k-block function is handled iteratively", "[ir][single-threaded]") {
   GenOptions o;
   o.blocks = static_cast<std::uint32_t>(test::scaled(100000));
   o.shape = CfgShape::kUnstructured;

@@ -23,7 +23,7 @@ ElimOptions with_layout(ElimOptions o, ElimOptions::Layout layout) {
   return o;
 }
 
-TEST_CASE("Layout: the copy is the function with its blocks renamed into RPO", "[ir][elim][layout]") {
+TEST_CASE("Layout: the copy is the function with its blocks renamed into RPO", "[ir][elim][layout][single-threaded]") {
   std::mt19937_64 rng(20261125);
   RpoLayout layout;  // reused, as the pass reuses it
   int laid_out_count = 0;
@@ -90,7 +90,7 @@ TEST_CASE("Layout: the copy is the function with its blocks renamed into RPO", "
   REQUIRE(laid_out_count * 2 > functions);  // most generated functions are not in RPO
 }
 
-TEST_CASE("Layout: the global pass decides the same on the blocks laid out in RPO", "[ir][elim][layout]") {
+TEST_CASE("Layout: the global pass decides the same on the blocks laid out in RPO", "[ir][elim][layout][single-threaded]") {
   std::mt19937_64 rng(20261126);
   FunctionAnalyses reused;  // one manager for the whole stream, as a compiler thread keeps
   ElimResult laid_out_result;
@@ -121,7 +121,7 @@ TEST_CASE("Layout: the global pass decides the same on the blocks laid out in RP
   }
 }
 
-TEST_CASE("Layout: by default a large scattered function is laid out, with the same decisions", "[ir][elim][layout]") {
+TEST_CASE("Layout: by default a large scattered function is laid out, with the same decisions", "[ir][elim][layout][single-threaded]") {
   // Above ElimOptions::kLayoutMinInstrs, unstructured code whose RPO jumps far (pieces of a
   // chain reached from anywhere) is what the layout is for; structured code is left as given.
   GenOptions o;

@@ -11,7 +11,7 @@
 namespace objprof::ir::property_test {
 namespace {
 
-TEST_CASE("Properties: every pass is sound and global dominates paper on generated CFGs", "[ir]") {
+TEST_CASE("Properties: every pass is sound and global dominates paper on generated CFGs", "[ir][single-threaded]") {
   const int per_shape = test::scaled(700);
   const std::uint32_t paths = static_cast<std::uint32_t>(test::scaled(25));
   std::size_t total = 0, paper_removed = 0, global_removed = 0, strictly_better = 0;

@@ -94,7 +94,7 @@ TEST_CASE("root marks: GC points end no availability, and the checker holds the 
   CHECK(loaded.violation->site == 4);
 }
 
-TEST_CASE("root marks: sound on generated CFGs, never weaker than exact, and unsound without the marks", "[ir][elim]") {
+TEST_CASE("root marks: sound on generated CFGs, never weaker than exact, and unsound without the marks", "[ir][elim][single-threaded]") {
   const int per_shape = test::scaled(300);
   const std::uint32_t paths = static_cast<std::uint32_t>(test::scaled(25));
   std::size_t exact_removed = 0, roots_removed = 0, caught = 0;

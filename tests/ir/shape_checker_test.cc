@@ -26,7 +26,7 @@ ElimResult global_pass(const FunctionShape& shape, const ElimOptions& options) {
   return r;
 }
 
-TEST_CASE("check_shape: the global pass's decisions pass, as they pass the IR checker", "[ir][shape][checker]") {
+TEST_CASE("check_shape: the global pass's decisions pass, as they pass the IR checker", "[ir][shape][checker][single-threaded]") {
   const int per_shape = test::scaled(40);
   std::uint64_t accesses = 0, gcs = 0, removed = 0;
   auto tune = [](int i, GenOptions& g) {

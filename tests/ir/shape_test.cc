@@ -107,7 +107,7 @@ TEST_CASE("FunctionShape: a VM's own description gets the global pass's decision
   }
 }
 
-TEST_CASE("FunctionShape: random functions described through the builder match the IR pass", "[ir][shape]") {
+TEST_CASE("FunctionShape: random functions described through the builder match the IR pass", "[ir][shape][single-threaded]") {
   const int per_shape = test::scaled(60);
   std::size_t removed = 0;
   auto tune = [](int i, GenOptions& o) {

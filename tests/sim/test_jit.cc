@@ -400,7 +400,7 @@ ir::Module parse(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("jit: generated executable functions match the interpreter in every pass and barrier variant", "[jit]") {
+TEST_CASE("jit: generated executable functions match the interpreter in every pass and barrier variant", "[jit][single-threaded]") {
   if (!jit_supported()) return;  // see "unsupported arch" below: nothing is compiled here
   const int programs = static_cast<int>(test::scaled(40, 8));
   std::size_t gcs = 0;
@@ -432,7 +432,7 @@ TEST_CASE("jit: generated executable functions match the interpreter in every pa
   CHECK(gcs >= static_cast<std::size_t>(programs) * 10);  // forced and allocation-triggered GCs
 }
 
-TEST_CASE("jit: every workload matches the interpreter (heap, bitmap per epoch, counters, leaks)", "[jit]") {
+TEST_CASE("jit: every workload matches the interpreter (heap, bitmap per epoch, counters, leaks)", "[jit][single-threaded]") {
   if (!jit_supported()) return;
   struct W {
     const char* name;
@@ -475,7 +475,7 @@ TEST_CASE("jit: every workload matches the interpreter (heap, bitmap per epoch, 
   }
 }
 
-TEST_CASE("jit: compiled code follows a per-site cache plan exactly as the interpreter does", "[jit][cache]") {
+TEST_CASE("jit: compiled code follows a per-site cache plan exactly as the interpreter does", "[jit][cache][single-threaded]") {
   // A plan made from a profile of a smaller input (as a tier-0 run would give), then the same
   // heap, bitmaps and, with counting barriers, the same cache hits in both modes: a site the
   // plan leaves without a compare never hits, one without a store never feeds a hit.

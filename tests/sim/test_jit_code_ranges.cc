@@ -82,7 +82,7 @@ int sites(const Ranges& r) {
   return n;
 }
 
-TEST_CASE("jit: code ranges cover each compiled function and, on arm64, each kept barrier site", "[jit]") {
+TEST_CASE("jit: code ranges cover each compiled function and, on arm64, each kept barrier site", "[jit][single-threaded]") {
   if (!jit_supported()) return;
   int sites_none = 0, sites_global = 0;
   for (const char* w : {"listleak", "graph", "scimark"}) {

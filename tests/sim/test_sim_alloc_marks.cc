@@ -135,7 +135,7 @@ void check_model(const LoadedWorkload& wl, std::uint64_t size, std::uint64_t hea
   }
 }
 
-TEST_CASE("sim: the allocation-marks model removes more barriers and loses no mark", "[sim][elim]") {
+TEST_CASE("sim: the allocation-marks model removes more barriers and loses no mark", "[sim][elim][single-threaded]") {
   Kept exact, model;
   for_each_workload_and_collector([&](const LoadedWorkload& wl, std::uint64_t size, std::uint64_t heap, GcPolicy gc) {
     check_model(wl, size, heap, gc, Model{}, Model{true, false}, false, exact, model);
@@ -143,7 +143,7 @@ TEST_CASE("sim: the allocation-marks model removes more barriers and loses no ma
   CHECK(model.executed < exact.executed);
 }
 
-TEST_CASE("sim: the root-marks model removes more barriers and loses no mark", "[sim][elim]") {
+TEST_CASE("sim: the root-marks model removes more barriers and loses no mark", "[sim][elim][single-threaded]") {
   Kept alloc, roots;
   for_each_workload_and_collector([&](const LoadedWorkload& wl, std::uint64_t size, std::uint64_t heap, GcPolicy gc) {
     check_model(wl, size, heap, gc, Model{true, false}, Model{true, true}, true, alloc, roots);

@@ -124,7 +124,7 @@ void require_only_site(const Outcome& o, const std::string& method, std::uint32_
 
 }  // namespace
 
-TEST_CASE("a pretouched heap has every page resident at creation and collects exactly as one that is not", "[sim]") {
+TEST_CASE("a pretouched heap has every page resident at creation and collects exactly as one that is not", "[sim][single-threaded]") {
   const long page = ::sysconf(_SC_PAGESIZE);
   REQUIRE(page > 0);
   for (GcPolicy gc : kAllGcPolicies) {
@@ -191,7 +191,7 @@ TEST_CASE("listleak reports the first node's allocation site and nothing else, e
 // The collector's answers (FateReports::kSurvivors, and kCheaper where it takes them) tell the
 // tracker what the hooks tell it: the same leaks, the same tracked objects, every collector;
 // the hook checks off, so that no GC needs the hooks (the checks follow every event).
-TEST_CASE("the leak report is the same with the fates from the hooks or from the collector's answers, every collector", "[sim]") {
+TEST_CASE("the leak report is the same with the fates from the hooks or from the collector's answers, every collector", "[sim][single-threaded]") {
   for (const char* name : {"listleak", "swapleak", "points"}) {
     for (GcPolicy gc : kAllGcPolicies) {
       Outcome o[3];
@@ -247,7 +247,7 @@ TEST_CASE("swapleak reports the swapped-out buffer's site and nothing else, ever
   }
 }
 
-TEST_CASE("sessions: a GC storm does not make sessions used every 8 requests look leaked, every collector", "[sim][stale]") {
+TEST_CASE("sessions: a GC storm does not make sessions used every 8 requests look leaked, every collector", "[sim][stale][single-threaded]") {
   const std::uint32_t record_bci = alloc_bci("sessions", "main", 4);  // after sessions, log, session, scratch
   for (GcPolicy gc : kAllGcPolicies) {
     INFO(gc_policy_name(gc));
@@ -268,7 +268,7 @@ TEST_CASE("sessions: a GC storm does not make sessions used every 8 requests loo
   }
 }
 
-TEST_CASE("the leak report is the same with every pass and barrier variant", "[sim]") {
+TEST_CASE("the leak report is the same with every pass and barrier variant", "[sim][single-threaded]") {
   const std::uint32_t bci = alloc_bci("listleak", "main", 1);
   const BarrierConfig variants[] = {{true, MarkMode::kRacy, true},
                                     {true, MarkMode::kAtomic, true},
@@ -301,7 +301,7 @@ TEST_CASE("the leak report is the same with every pass and barrier variant", "[s
   }
 }
 
-TEST_CASE("every workload runs with every collector and its checks hold", "[sim]") {
+TEST_CASE("every workload runs with every collector and its checks hold", "[sim][single-threaded]") {
   struct W {
     const char* name;
     std::uint64_t size;
@@ -323,7 +323,7 @@ TEST_CASE("every workload runs with every collector and its checks hold", "[sim]
     }
 }
 
-TEST_CASE("the mark-sweep heaps collect at most 3x as often as the semispace heap, every workload", "[sim][fragmentation]") {
+TEST_CASE("the mark-sweep heaps collect at most 3x as often as the semispace heap, every workload", "[sim][fragmentation][single-threaded]") {
   // Same heap, same work, so the same live size: every shipped workload at its own defaults,
   // and requests in a quarter of its heap, where a non-moving heap fragments (before best fit
   // and compaction both mark-sweep heaps ran out of memory there, after a storm of ever less
