@@ -444,9 +444,7 @@ Vm* create_vm() {
   po.stale_after_bytes = vm->opt.stale_bytes;
   po.min_tracked_size = vm->opt.min_size;
   po.trace_path = vm->opt.trace_path;
-  po.fate_reports = vm->opt.fates == Options::Fates::kSurvivors ? objprof::FateReports::kSurvivors
-                    : vm->opt.fates == Options::Fates::kCheaper ? objprof::FateReports::kCheaper
-                                                                : objprof::FateReports::kHooks;
+  po.fate_reports = vm->opt.fates;
   po.default_leak_printer = false;  // the report at exit groups them (report())
   po.heap_walker = &vm->walker;
 #if defined(LUA_OBJPROF_CHECK)

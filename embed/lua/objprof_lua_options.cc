@@ -4,6 +4,8 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <initializer_list>
+#include <utility>
 
 namespace objprof_lua {
 namespace {
@@ -15,6 +17,22 @@ objprof::Result<std::uint64_t> parse_uint(const char* name, const std::string& t
     return objprof::make_error(objprof::ErrorCode::kInvalidArgument,
                                fmt::format("{}='{}' is not a whole number from 0 to {}", name, text, max));
   return v;
+}
+
+// One of a few named values: `name`='text' must be one of `choices`' names, and the error
+// lists them ("use a, b or c"), so each option's spelling is written once.
+template <typename E>
+objprof::Result<E> parse_choice(const char* name, const std::string& text,
+                                std::initializer_list<std::pair<const char*, E>> choices) {
+  std::string names;
+  std::size_t i = 0;
+  for (const auto& [spelling, value] : choices) {
+    if (text == spelling) return value;
+    names += i == 0 ? "" : (i + 1 == choices.size() ? " or " : ", ");
+    names += spelling;
+    ++i;
+  }
+  return objprof::make_error(objprof::ErrorCode::kInvalidArgument, fmt::format("{}='{}': use {}", name, text, names));
 }
 
 }  // namespace
@@ -62,12 +80,10 @@ objprof::Result<Options> options_from_environment() {
   }
   if (const char* v = env("OBJPROF_LUA_TRACE")) o.trace_path = v;
   if (const char* v = env("OBJPROF_LUA_GC")) {
-    const std::string g = v;
-    if (g == "incremental") o.gc = GcMode::kIncremental;
-    else if (g == "generational") o.gc = GcMode::kGenerational;
-    else
-      return objprof::make_error(objprof::ErrorCode::kInvalidArgument,
-                                 fmt::format("OBJPROF_LUA_GC='{}': use incremental or generational", g));
+    auto g = parse_choice<GcMode>("OBJPROF_LUA_GC", v,
+                                  {{"incremental", GcMode::kIncremental}, {"generational", GcMode::kGenerational}});
+    if (!g.ok()) return g.error();
+    o.gc = *g;
   }
   if (const char* v = env("OBJPROF_LUA_HEAP")) {
     auto b = parse_bytes(v);
@@ -77,21 +93,18 @@ objprof::Result<Options> options_from_environment() {
     o.heap_bytes = *b;
   }
   if (const char* v = env("OBJPROF_LUA_FATES")) {
-    const std::string f = v;
-    if (f == "hooks") o.fates = Options::Fates::kHooks;
-    else if (f == "survivors") o.fates = Options::Fates::kSurvivors;
-    else if (f == "cheaper") o.fates = Options::Fates::kCheaper;
-    else
+    const std::optional<objprof::FateReports> f = objprof::fate_reports_from_name(v);
+    if (!f)
       return objprof::make_error(objprof::ErrorCode::kInvalidArgument,
-                                 fmt::format("OBJPROF_LUA_FATES='{}': use hooks, survivors or cheaper", f));
+                                 fmt::format("OBJPROF_LUA_FATES='{}': use {}", v, objprof::kFateReportsChoices));
+    o.fates = *f;
   }
   if (const char* v = env("OBJPROF_LUA_REPORT")) o.report = std::string(v) != "0";
   if (const char* v = env("OBJPROF_LUA_STATS")) o.stats = std::string(v) != "0";
   if (const char* v = env("OBJPROF_LUA_ELIM")) {
-    const std::string e = v;
-    if (e != "0" && e != "1")
-      return objprof::make_error(objprof::ErrorCode::kInvalidArgument, fmt::format("OBJPROF_LUA_ELIM='{}': use 0 or 1", e));
-    o.elim = e == "1";
+    auto e = parse_choice<bool>("OBJPROF_LUA_ELIM", v, {{"0", false}, {"1", true}});
+    if (!e.ok()) return e.error();
+    o.elim = *e;
   }
   if (const char* v = env("OBJPROF_LUA_ELIM_FAULT")) {
     const std::string f = v;
@@ -99,12 +112,12 @@ objprof::Result<Options> options_from_environment() {
     return objprof::make_error(objprof::ErrorCode::kInvalidArgument,
                                "OBJPROF_LUA_ELIM_FAULT breaks the elimination's promises on purpose; only objprof-lua-check accepts it");
 #endif
-    if (f == "no-root-marks") o.fault = Options::Fault::kNoRootMarks;
-    else if (f == "no-frame-writes") o.fault = Options::Fault::kNoFrameWrites;
-    else if (f == "no-upvalue-marks") o.fault = Options::Fault::kNoUpvalueMarks;
-    else
-      return objprof::make_error(objprof::ErrorCode::kInvalidArgument,
-                                 fmt::format("OBJPROF_LUA_ELIM_FAULT='{}': use no-root-marks, no-frame-writes or no-upvalue-marks", f));
+    auto fault = parse_choice<Options::Fault>("OBJPROF_LUA_ELIM_FAULT", f,
+                                              {{"no-root-marks", Options::Fault::kNoRootMarks},
+                                               {"no-frame-writes", Options::Fault::kNoFrameWrites},
+                                               {"no-upvalue-marks", Options::Fault::kNoUpvalueMarks}});
+    if (!fault.ok()) return fault.error();
+    o.fault = *fault;
     if (!o.elim)
       return objprof::make_error(objprof::ErrorCode::kInvalidArgument, "OBJPROF_LUA_ELIM_FAULT needs OBJPROF_LUA_ELIM=1");
   }

@@ -2,6 +2,7 @@
 // flags; docs/embedding.md lists them). A bad value is an error, never a silent default.
 #pragma once
 
+#include <objprof/fate_reports.h>
 #include <objprof/result.h>
 
 #include <cstdint>
@@ -27,8 +28,7 @@ struct Options {
   // answers for the tracked objects alone: dead or alive, from their color) or cheaper (per
   // collection, whichever costs less; the default). A trace or the hook checks always take the
   // hooks.
-  enum class Fates { kHooks, kSurvivors, kCheaper };
-  Fates fates = Fates::kCheaper;
+  objprof::FateReports fates = objprof::FateReports::kCheaper;
   // OBJPROF_LUA_ELIM=1: run objprof's barrier-elimination pass on every prototype Lua loads and
   // rewrite the accesses it removes to barrier-free opcodes (docs/embedding.md, "Barrier
   // elimination"). Its promises: root marks at every atomic(), marks on writes into another

@@ -4,6 +4,7 @@
 #include "objprof/access_bitmap.h"
 #include "objprof/barrier.h"
 #include "objprof/barrier_descriptor.h"
+#include "objprof/fate_reports.h"
 #include "objprof/heap_space.h"
 #include "objprof/leak_group.h"
 #include "objprof/heap_walk.h"

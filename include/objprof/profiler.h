@@ -71,6 +71,7 @@
 #include "objprof/heap_walk.h"
 #include "objprof/path_search.h"
 #include "objprof/result.h"
+#include "objprof/fate_reports.h"
 #include "objprof/survivor_oracle.h"
 #include "objprof/thread_state.h"
 #include "objprof/trace_format.h"
@@ -150,22 +151,6 @@ struct ProtocolError {
 // the default of ProfilerOptions::check_hooks, so a test suite or a user can turn the checks
 // on without rebuilding the runtime.
 bool check_hooks_from_environment() noexcept;
-
-// How the stale tracker learns what each GC did to the objects it tracks (ProfilerOptions::
-// fate_reports; docs/embedding.md, "Survivors from the collector").
-enum class FateReports : std::uint8_t {
-  // From the collector's per-object hooks (on_move, on_move_range, on_free, on_free_range,
-  // on_free_batch), in every GC. The default.
-  kHooks,
-  // From report_survivors, in every GC: the collector reports each move and free only while
-  // wants_object_events() says so (a trace, or the hook checks), and the tracker ignores them.
-  kSurvivors,
-  // Per GC, whichever way the profiler expects to cost less, decided at gc_begin and told by
-  // wants_object_events(): report_survivors when the tracked objects are few beside the objects
-  // allocated since the last GC (a hook call costs the collector a few instructions per object
-  // it moves or frees, an answer a few dozen per tracked object), the hooks otherwise.
-  kCheaper,
-};
 
 struct ProfilerOptions {
   // GC_K: epochs without an access before a tracked object is reported.

@@ -1,6 +1,7 @@
 // The tracked objects' fates from the collector's answers (FateReports, report_survivors,
 // survivor_oracle.h): which GCs want the hooks' reports, what the answers do to the tracked
 // objects, and every misuse of the call reported as a ProtocolError that names it.
+#include <objprof/fate_reports.h>
 #include <objprof/profiler.h>
 #include <objprof/survivor_oracle.h>
 
@@ -150,6 +151,21 @@ TEST_CASE("survivors: which GCs want each move and free reported", "[core][profi
     CHECK(r.prof->stats().tracked_live == 1);
     CHECK(r.prof->stats().survivor_gcs == 1);
     CHECK(r.messages.empty());
+  }
+}
+
+TEST_CASE("fate reports: each name spells one mode, and nothing else is read as one", "[core][profiler]") {
+  for (FateReports f : {FateReports::kHooks, FateReports::kSurvivors, FateReports::kCheaper}) {
+    const std::string_view name = fate_reports_name(f);
+    CAPTURE(name);
+    REQUIRE(fate_reports_from_name(name) == f);
+    // The choices an error quotes list every name.
+    CHECK(kFateReportsChoices.find(name) != std::string_view::npos);
+  }
+  CHECK(fate_reports_name(FateReports::kHooks) != fate_reports_name(FateReports::kCheaper));
+  for (std::string_view bad : {"", "hook", "Hooks", "cheaper ", "survivors,", "?"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(fate_reports_from_name(bad).has_value());
   }
 }
 

@@ -131,10 +131,9 @@ int run(const RunOptions& o) {
     return run_error("--leak-view must be groups or objects, not '" + o.leak_view + "'");
   po.min_tracked_size = o.min_size;
   po.trace_path = o.trace;
-  if (o.fates == "hooks") po.fate_reports = FateReports::kHooks;
-  else if (o.fates == "survivors") po.fate_reports = FateReports::kSurvivors;
-  else if (o.fates == "cheaper") po.fate_reports = FateReports::kCheaper;
-  else return run_error("--fates must be hooks, survivors or cheaper, not '" + o.fates + "'");
+  const std::optional<FateReports> fates = fate_reports_from_name(o.fates);
+  if (!fates) return run_error(fmt::format("--fates must be {}, not '{}'", kFateReportsChoices, o.fates));
+  po.fate_reports = *fates;
   // Paths from roots: the sim walks its heap for the profiler (bound to the heap below).
   sim::SimHeapWalker walker;
   if (!o.no_paths) po.heap_walker = &walker;
