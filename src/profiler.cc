@@ -134,7 +134,9 @@ struct ProfilerState {
   std::vector<Address> survivor_frees;
   std::vector<MoveLog> survivor_moves;
   std::uint64_t survivor_carded = 0;
-  std::vector<Address> survivor_asked, survivor_answers;  // scratch of report_survivors
+  // report_survivors' scratch: one batch of pre-GC addresses and their answers (kSurvivorBatch
+  // each), whatever the number of tracked objects.
+  std::vector<Address> survivor_asked, survivor_answers;
   std::vector<PendingResize> orphaned_resizes;  // of detached threads, under threads_mutex
   // Under control_mutex: a GC bracket is open (mutator chunks are held), and the thread-end
   // records of threads detached during it, written after the held chunks at gc_end.
@@ -1198,30 +1200,38 @@ void Profiler::report_survivors(const SurvivorOracle& oracle) {
   const std::uint64_t* const starts = st.tracker.alloc_starts();
   std::vector<Address>& asked = st.survivor_asked;
   std::vector<Address>& answers = st.survivor_answers;
-  st.tracker.record_addresses(asked);
-  answers.resize(asked.size());
-  if (!asked.empty()) oracle.survivors(asked, answers);
-  for (std::size_t i = 0; i < asked.size(); ++i) {
-    const Address from = asked[i], to = answers[i];
-    if (to == from) continue;
-    if (to == 0) {
-      st.survivor_frees.push_back(from);
-      continue;
-    }
-    if (cards != nullptr && starts != nullptr && in_the_space(from, 0) && in_the_space(to, 0) &&
-        internal::StaleTracker::card_move(cards, starts, from - space_begin_, to - space_begin_)) {
-      ++st.survivor_carded;
-      continue;
-    }
-    if (!in_spaces(to, 0)) [[unlikely]] {
-      protocol_error("report_survivors", from,
-                     fmt::format("survived at {:#x}: an address outside every registered space; the object keeps "
-                                 "its place",
-                                 to));
-      continue;
-    }
-    st.survivor_moves.push_back({from, to});
+  // A heap with few tracked objects gets a scratch of their number.
+  const std::size_t batch = std::min(kSurvivorBatch, st.tracker.records_upper_bound());
+  if (batch == 0) return;
+  if (asked.size() < batch) {
+    asked.resize(batch);
+    answers.resize(batch);
   }
+  st.tracker.each_address_batch(std::span<Address>(asked).first(batch), [&](std::span<const Address> batch) {
+    const std::span<Address> post = std::span<Address>(answers).first(batch.size());
+    oracle.survivors(batch, post);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const Address from = batch[i], to = post[i];
+      if (to == from) continue;
+      if (to == 0) {
+        st.survivor_frees.push_back(from);
+        continue;
+      }
+      if (cards != nullptr && starts != nullptr && in_the_space(from, 0) && in_the_space(to, 0) &&
+          internal::StaleTracker::card_move(cards, starts, from - space_begin_, to - space_begin_)) {
+        ++st.survivor_carded;
+        continue;
+      }
+      if (!in_spaces(to, 0)) [[unlikely]] {
+        protocol_error("report_survivors", from,
+                       fmt::format("survived at {:#x}: an address outside every registered space; the object keeps "
+                                   "its place",
+                                   to));
+        continue;
+      }
+      st.survivor_moves.push_back({from, to});
+    }
+  });
 }
 
 Status Profiler::gc_end() {

@@ -8,8 +8,9 @@
 //
 // The contract (ProfilerOptions::fate_reports, Profiler::report_survivors):
 // - The profiler asks about each tracked object once, with the address the object had when
-//   the GC began, in batches (one virtual call per batch, so the collector's loop over a batch
-//   is as tight as its own code), from inside report_survivors, on the thread that called it.
+//   the GC began, in batches of at most kSurvivorBatch (one virtual call per batch, so the
+//   collector's loop over a batch is as tight as its own code), from inside report_survivors,
+//   on the thread that called it.
 // - Answers describe this GC: an object allocated before gc_begin is either dead (0), in the
 //   same place (its address), or moved (its new address, inside a registered space). Objects
 //   allocated inside the bracket are never asked about.
@@ -18,9 +19,14 @@
 
 #include "objprof/heap_space.h"
 
+#include <cstddef>
 #include <span>
 
 namespace objprof {
+
+// The most addresses one survivors() call is asked about: the profiler's scratch for the
+// questions and answers is two batches (64 KiB), however many objects it tracks.
+inline constexpr std::size_t kSurvivorBatch = 4096;
 
 class SurvivorOracle {
  public:

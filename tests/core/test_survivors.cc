@@ -25,7 +25,10 @@ namespace {
 struct Answers final : SurvivorOracle {
   std::map<Address, Address> fate;
   mutable std::vector<Address> asked;
+  mutable std::vector<std::size_t> batches;  // each call's number of addresses
   void survivors(std::span<const Address> pre_gc, std::span<Address> post_gc) const noexcept override {
+    batches.push_back(pre_gc.size());
+    if (post_gc.size() != pre_gc.size()) batches.push_back(0);  // a mismatch shows as an empty batch
     for (std::size_t i = 0; i < pre_gc.size(); ++i) {
       asked.push_back(pre_gc[i]);
       const auto it = fate.find(pre_gc[i]);
@@ -37,8 +40,8 @@ struct Answers final : SurvivorOracle {
 // A profiler whose fates come from the answers (hook checks off: they would want the hooks),
 // GC_K = 2, objects of 1 KiB and more tracked, its protocol errors collected.
 struct Rig : ProfilerRig {
-  explicit Rig(FateReports fates = FateReports::kSurvivors, bool trace = false)
-      : ProfilerRig(1 << 16, [&](ProfilerOptions& o) {
+  explicit Rig(FateReports fates = FateReports::kSurvivors, bool trace = false, std::size_t heap_bytes = 1 << 16)
+      : ProfilerRig(heap_bytes, [&](ProfilerOptions& o) {
           o.check_hooks = false;
           o.fate_reports = fates;
           if (!trace) {
@@ -89,6 +92,51 @@ TEST_CASE("survivors: the answers kill, keep and move tracked objects, and no ho
   const ProfilerStats s = r.prof->stats();
   CHECK(s.survivor_gcs == 3);
   CHECK(s.moves + s.frees + s.free_ranges == 0);
+  CHECK(r.messages.empty());
+}
+
+TEST_CASE("survivors: more tracked objects than one batch are asked about in batches, each once", "[core][profiler]") {
+  // Two full batches and a part: the profiler's scratch stays one batch, and no record is asked
+  // about twice or skipped at a batch's edge.
+  constexpr std::size_t kObjects = 2 * kSurvivorBatch + 100, kObject = 1024;
+  Rig r(FateReports::kSurvivors, false, 2 * kObjects * kObject);
+  Answers answers;
+  std::vector<Address> survivors;  // where the survivors are after the GC
+  for (std::size_t i = 0; i < kObjects; ++i) {
+    r.alloc(i * kObject, kObject);
+    const Address a = r.at(i * kObject);
+    if (i % 3 == 0) continue;  // dies
+    const Address to = i % 3 == 1 ? a : r.at((kObjects + i) * kObject);  // stays, or moves up
+    answers.fate[a] = to;
+    survivors.push_back(to);
+  }
+  REQUIRE(r.prof->gc_begin(GcKind::kCopying).ok());
+  r.prof->report_survivors(answers);
+  REQUIRE(r.prof->gc_end().ok());
+  CHECK(answers.batches == std::vector<std::size_t>{kSurvivorBatch, kSurvivorBatch, 100});
+  std::vector<Address> asked = answers.asked;
+  std::sort(asked.begin(), asked.end());
+  CHECK(std::adjacent_find(asked.begin(), asked.end()) == asked.end());
+  REQUIRE(asked.size() == kObjects);
+  CHECK(asked.front() == r.at(0));
+  CHECK(asked.back() == r.at((kObjects - 1) * kObject));
+  CHECK(r.prof->stats().tracked_live == survivors.size());
+  // The next GC asks about the survivors alone, at their new places; two more GCs without an
+  // access make every one of them stale there.
+  answers.fate.clear();
+  for (Address a : survivors) answers.fate[a] = a;
+  std::sort(survivors.begin(), survivors.end());
+  for (int gc = 0; gc < 2; ++gc) {
+    answers.asked.clear();
+    answers.batches.clear();
+    REQUIRE(r.prof->gc_begin(GcKind::kFull).ok());
+    r.prof->report_survivors(answers);
+    REQUIRE(r.prof->gc_end().ok());
+    std::sort(answers.asked.begin(), answers.asked.end());
+    CHECK(answers.asked == survivors);
+    CHECK(answers.batches.size() == (survivors.size() + kSurvivorBatch - 1) / kSurvivorBatch);
+  }
+  CHECK(r.leaked() == survivors);
   CHECK(r.messages.empty());
 }
 
