@@ -1201,17 +1201,17 @@ void Profiler::report_survivors(const SurvivorOracle& oracle) {
   std::vector<Address>& asked = st.survivor_asked;
   std::vector<Address>& answers = st.survivor_answers;
   // A heap with few tracked objects gets a scratch of their number.
-  const std::size_t batch = std::min(kSurvivorBatch, st.tracker.records_upper_bound());
-  if (batch == 0) return;
-  if (asked.size() < batch) {
-    asked.resize(batch);
-    answers.resize(batch);
+  const std::size_t batch_size = std::min(kSurvivorBatch, st.tracker.records_upper_bound());
+  if (batch_size == 0) return;
+  if (asked.size() < batch_size) {
+    asked.resize(batch_size);
+    answers.resize(batch_size);
   }
-  st.tracker.each_address_batch(std::span<Address>(asked).first(batch), [&](std::span<const Address> batch) {
-    const std::span<Address> post = std::span<Address>(answers).first(batch.size());
-    oracle.survivors(batch, post);
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      const Address from = batch[i], to = post[i];
+  st.tracker.each_address_batch(std::span<Address>(asked).first(batch_size), [&](std::span<const Address> pre) {
+    const std::span<Address> post = std::span<Address>(answers).first(pre.size());
+    oracle.survivors(pre, post);
+    for (std::size_t i = 0; i < pre.size(); ++i) {
+      const Address from = pre[i], to = post[i];
       if (to == from) continue;
       if (to == 0) {
         st.survivor_frees.push_back(from);

@@ -310,11 +310,6 @@ class StaleTracker {
     return false;
   }
 
-  // The address of every live record, the table's and the young adopted at gc_begin
-  // (report_survivors asks the collector about each), `batch.size()` at a time: each time
-  // `batch` is full, and once at the end for what is left, fn(the filled part). The scratch is
-  // the caller's fixed batch, not a list of every record: a heap of ten million tracked objects
-  // would otherwise need 80 MB more for one GC. fn must not change the records.
   // At least the number of addresses each_address_batch gives (the dead-tagged records count).
   std::size_t records_upper_bound() const noexcept {
     std::size_t n = 0;
@@ -322,6 +317,11 @@ class StaleTracker {
     for (const auto& y : young_) n += y.size();
     return n;
   }
+  // The address of every live record, the table's and the young adopted at gc_begin
+  // (report_survivors asks the collector about each), `batch.size()` at a time: each time
+  // `batch` is full, and once at the end for what is left, fn(the filled part). The scratch is
+  // the caller's fixed batch, not a list of every record: a heap of ten million tracked objects
+  // would otherwise need 80 MB more for one GC. fn must not change the records.
   template <class Fn>
   void each_address_batch(std::span<Address> batch, Fn&& fn) const {
     std::size_t n = 0;

@@ -6,6 +6,8 @@
 
 #include "sim/heap.h"
 
+#include <objprof/fate_reports.h>
+
 #include <fmt/core.h>
 #include <unistd.h>
 
@@ -101,7 +103,13 @@ const RegisterCommand kLua([](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--fates", opt->fates,
                   "how the leak detector learns each collection's frees: hooks (the sweep reports each), survivors "
                   "(atomic() answers for the tracked objects alone) or cheaper (per collection, whichever costs less)")
-      ->check(CLI::IsMember({"hooks", "survivors", "cheaper"}))
+      ->check(CLI::Validator(
+          [](const std::string& name) -> std::string {
+            // The names fate_reports.h reads for every front end (objprof run, OBJPROF_LUA_FATES).
+            if (fate_reports_from_name(name)) return {};
+            return fmt::format("{} is not {}", name, kFateReportsChoices);
+          },
+          std::string(kFateReportsChoices)))
       ->capture_default_str();
   cmd->add_flag("--elim", opt->elim,
                 "remove the barriers objprof's elimination pass proves redundant from the bytecode Lua loads "
