@@ -22,6 +22,7 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <thread>
 #include <unordered_map>
 
 namespace objprof {
@@ -110,7 +111,21 @@ struct ProfilerState {
   std::uint64_t protocol_errors = 0;
   std::optional<Error> first_protocol_error;
 
+  // The first collector thread's log, outside `collectors`, and that thread: a runtime whose GCs
+  // run on one thread never creates the per-thread table, whose first local() allocated a table
+  // and a slot inside the profiler's first GC (~1.5 K instructions: a tenth of the profiler's
+  // share of a small collection, scimark-marksweep, docs/results.md). Other collector threads
+  // get their slots in `collectors`. A thread id is reused only after its thread ended, and a
+  // thread that ended writes no log.
+  CollectorLocal first_collector;
+  std::atomic<std::thread::id> first_collector_owner{};
   tbb::enumerable_thread_specific<CollectorLocal> collectors;
+  // fn(log) for every collector thread's log.
+  template <class Fn>
+  void each_collector(Fn&& fn) {
+    fn(first_collector);
+    for (CollectorLocal& local : collectors) fn(local);
+  }
 
   StaleTracker tracker;
   LeakPaths paths;  // with ProfilerOptions::heap_walker: paths from roots per (site, type)
@@ -876,7 +891,11 @@ namespace {
 // profiler is destroyed, and a new profiler has a new instance number even at a reused
 // address). Inlined into the collector hooks, the lookup out of line.
 [[gnu::noinline]] internal::CollectorLocal& collector_local_slow(ProfilerState& st) {
-  internal::CollectorLocal& local = st.collectors.local();
+  const std::thread::id me = std::this_thread::get_id();
+  std::thread::id unowned{};
+  const bool first = st.first_collector_owner.load(std::memory_order_relaxed) == me ||
+                     st.first_collector_owner.compare_exchange_strong(unowned, me, std::memory_order_relaxed);
+  internal::CollectorLocal& local = first ? st.first_collector : st.collectors.local();
   internal::collector_cache = {st.instance, &local};
   return local;
 }
@@ -1250,6 +1269,8 @@ Status Profiler::gc_end() {
   ranges.clear();
   frees.clear();
   free_ranges.clear();
+  std::span<internal::CollectorLocal> first_log(&st.first_collector, 1);
+  internal::gather_collector_logs(first_log, moves, ranges, frees, free_ranges);
   internal::gather_collector_logs(st.collectors, moves, ranges, frees, free_ranges);
   std::uint64_t carded = 0;  // moves the hooks wrote into the tracker's cards instead of the logs
   if (st.survivors_this_gc) {
@@ -1271,14 +1292,14 @@ Status Profiler::gc_end() {
     st.survivor_frees.clear();
     st.survivor_carded = 0;
   }
-  for (auto& local : st.collectors) {
+  st.each_collector([&](internal::CollectorLocal& local) {
     carded += local.moves_carded;
     st.moves += local.moves_seen;
     st.frees += local.frees_seen;
     st.free_ranges += local.free_ranges_seen;
     st.root_marks += local.roots_seen;
     static_cast<internal::CollectorCounts&>(local) = {};
-  }
+  });
   std::vector<const BitmapSnapshot*>& bits = st.held_bit_ptrs;
   bits.clear();
   for (const auto& h : st.held_bits) bits.push_back(h ? &*h : nullptr);
@@ -1311,8 +1332,9 @@ Status Profiler::gc_end() {
     // The collectors' records, the stale objects, gc-end and what mutators wrote during the
     // bracket go to a file in one write(2), in this order, when gc_end returns.
     TraceWriter::Gather gather(st.writer.get());
-    for (auto& local : st.collectors)
+    st.each_collector([](internal::CollectorLocal& local) {
       if (local.buffer) local.buffer->flush();
+    });
     std::lock_guard<std::mutex> lock(st.control_mutex);
     if (st.control) {
       for (const internal::StaleObject& o : fresh) {
@@ -1369,8 +1391,9 @@ Status Profiler::finish() {
       bytes += t->allocated_bytes.load(std::memory_order_relaxed);
     }
   }
-  for (auto& local : st.collectors)
+  st.each_collector([](internal::CollectorLocal& local) {
     if (local.buffer) local.buffer->flush();
+  });
   std::lock_guard<std::mutex> lock(st.control_mutex);
   std::uint8_t* p = st.control->begin_record(1 + 16);
   p = EventBuffer::put_u8(p, static_cast<std::uint8_t>(trace::Tag::kEnd));
