@@ -2,6 +2,7 @@
 // CRC-checked payloads; the decoder walks records with a bounds-checked cursor.
 #include "objprof/trace_reader.h"
 
+#include "objprof/config.h"
 #include "objprof/crc32c.h"
 
 #include <fmt/core.h>
@@ -31,8 +32,14 @@ class Cursor {
   bool done() const { return p_ == end_; }
   std::size_t offset() const { return static_cast<std::size_t>(p_ - begin_); }
   std::size_t left() const { return static_cast<std::size_t>(end_ - p_); }
-  void need(std::size_t n, const char* what) const {
-    if (left() < n) throw DecodeError{fmt::format("{} needs {} bytes at payload offset {}, only {} left", what, n, offset(), left())};
+  // The hot readers below are inlined into the decoder's switch and their errors thrown out of
+  // line: a call per field, with the error's formatting in its body, cost the front ~25
+  // instructions a field.
+  OBJPROF_ALWAYS_INLINE void need(std::size_t n, const char* what) const {
+    if (left() < n) [[unlikely]] short_of(n, what);
+  }
+  [[noreturn]] OBJPROF_NOINLINE void short_of(std::size_t n, const char* what) const {
+    throw DecodeError{fmt::format("{} needs {} bytes at payload offset {}, only {} left", what, n, offset(), left())};
   }
   std::uint8_t u8(const char* what) { need(1, what); return *p_++; }
   std::uint16_t u16(const char* what) { need(2, what); std::uint16_t v; std::memcpy(&v, p_, 2); p_ += 2; return v; }
@@ -46,8 +53,31 @@ class Cursor {
     return s;
   }
   const std::uint8_t* take(std::size_t n, const char* what) { need(n, what); auto* q = p_; p_ += n; return q; }
-  // Unsigned LEB128: at most kMaxUvarBytes bytes and 64 bits.
-  std::uint64_t uvar(const char* what) {
+  // Unsigned LEB128: at most kMaxUvarBytes bytes and 64 bits. Most values (sites, types, sizes,
+  // address deltas) take one to three bytes: with room for the longest encoding left, they are
+  // read without a test for the chunk's end per byte (the analyzer's front decodes every record
+  // on one thread). A tenth byte, or a value near the chunk's end, takes the checked loop,
+  // which gives the errors.
+  OBJPROF_ALWAYS_INLINE std::uint64_t uvar(const char* what) {
+    if (left() >= kMaxUvarBytes) [[likely]] {
+      std::uint64_t v = p_[0];
+      if (!(v & 0x80)) {
+        ++p_;
+        return v;
+      }
+      v &= 0x7F;
+      for (unsigned i = 1; i < kMaxUvarBytes - 1; ++i) {
+        const std::uint8_t b = p_[i];
+        v |= std::uint64_t{b & 0x7Fu} << (7 * i);
+        if (!(b & 0x80)) {
+          p_ += i + 1;
+          return v;
+        }
+      }
+    }
+    return uvar_checked(what);
+  }
+  OBJPROF_NOINLINE std::uint64_t uvar_checked(const char* what) {
     std::uint64_t v = 0;
     for (unsigned shift = 0;; shift += 7) {
       if (p_ == end_) throw DecodeError{fmt::format("{} runs past the end of its chunk at payload offset {}", what, offset())};
@@ -57,21 +87,27 @@ class Cursor {
       if (!(b & 0x80)) return v;
     }
   }
-  std::uint32_t uvar32(const char* what) {
+  OBJPROF_ALWAYS_INLINE std::uint32_t uvar32(const char* what) {
     const std::uint64_t v = uvar(what);
-    if (v > 0xFFFF'FFFFu) throw DecodeError{fmt::format("{} {} does not fit 32 bits", what, v)};
+    if (v > 0xFFFF'FFFFu) [[unlikely]] too_wide(v, what);
     return static_cast<std::uint32_t>(v);
   }
+  [[noreturn]] OBJPROF_NOINLINE static void too_wide(std::uint64_t v, const char* what) {
+    throw DecodeError{fmt::format("{} {} does not fit 32 bits", what, v)};
+  }
   // A packed address relative to `prev`, which becomes it (trace_format.h, "Packed records").
-  std::uint64_t addr(std::uint64_t& prev, const char* what) {
+  OBJPROF_ALWAYS_INLINE std::uint64_t addr(std::uint64_t& prev, const char* what) {
     const std::uint64_t v = uvar(what);
-    if (v & 1) {
-      if (v != 1) throw DecodeError{fmt::format("{} has the odd delta code {} (only 1, an absolute address, is odd)", what, v)};
-      prev = u64(what);
+    if (v & 1) [[unlikely]] {
+      absolute_addr(prev, v, what);
     } else {
       prev += static_cast<std::uint64_t>(unzigzag(v >> 1)) << 3;
     }
     return prev;
+  }
+  OBJPROF_NOINLINE void absolute_addr(std::uint64_t& prev, std::uint64_t code, const char* what) {
+    if (code != 1) throw DecodeError{fmt::format("{} has the odd delta code {} (only 1, an absolute address, is odd)", what, code)};
+    prev = u64(what);
   }
 
  private:
@@ -290,11 +326,12 @@ class Decoder {
         const std::uint8_t* w = c.take(std::size_t{count} * 16, "bitmap entries");
         words_.clear();
         std::uint64_t prev = 0;
+        const std::uint64_t limit = space_word_count(space);
         for (std::uint32_t i = 0; i < count; ++i) {
           const std::uint64_t idx = load_u64(w + 16 * i), word = load_u64(w + 16 * i + 8);
           if (i > 0 && idx <= prev) throw DecodeError{"bitmap entries are not in increasing word order"};
           prev = idx;
-          check_words(space, idx, 1);
+          if (idx >= limit) check_words(space, idx, 1);  // throws: the same error as per entry
           words_.emplace_back(idx, word);
         }
         v_.bitmap_words(space, ctx.epoch, words_);
@@ -310,13 +347,14 @@ class Decoder {
           throw DecodeError{fmt::format("bitmap entry count {} does not fit the {} bytes left in its chunk", count, c.left())};
         words_.clear();
         std::uint64_t idx = 0;
+        const std::uint64_t limit = space_word_count(space);
         for (std::uint64_t i = 0; i < count; ++i) {
           const std::uint64_t d = c.uvar("bitmap word index");
           if (i > 0 && d == 0) throw DecodeError{"bitmap entries are not in increasing word order"};
           if (d > ~std::uint64_t{0} - idx) throw DecodeError{fmt::format("bitmap word index {} + {} overflows", idx, d)};
           idx += d;
           const std::uint64_t word = c.u64("bitmap word");
-          check_words(space, idx, 1);
+          if (idx >= limit) check_words(space, idx, 1);  // throws: the same error as per entry
           words_.emplace_back(idx, word);
         }
         v_.bitmap_words(space, ctx.epoch, words_);
@@ -345,8 +383,11 @@ class Decoder {
     }
   }
 
-  void packed_since_v5(const char* record) const {
-    if (version_ < 5) throw DecodeError{fmt::format("packed {} record in a version {} trace", record, version_)};
+  OBJPROF_ALWAYS_INLINE void packed_since_v5(const char* record) const {
+    if (version_ < 5) [[unlikely]] too_old(record);
+  }
+  [[noreturn]] OBJPROF_NOINLINE void too_old(const char* record) const {
+    throw DecodeError{fmt::format("packed {} record in a version {} trace", record, version_)};
   }
 
   void alloc(AllocEvent& a, const Context& ctx) {
@@ -429,6 +470,12 @@ class Decoder {
     v_.path(p);
   }
 
+  // The words of a declared space's bitmap, 0 for an undeclared one: a dump's entries are
+  // checked against it, and check_words gives the error of the first that fails.
+  std::uint64_t space_word_count(std::uint32_t space) const {
+    const auto it = space_words_.find(space);
+    return it == space_words_.end() ? 0 : it->second;
+  }
   void check_words(std::uint32_t space, std::uint64_t first, std::uint64_t count) {
     auto it = space_words_.find(space);
     if (it == space_words_.end()) throw DecodeError{fmt::format("bitmap record for undeclared space {}", space)};
@@ -436,12 +483,20 @@ class Decoder {
       throw DecodeError{fmt::format("bitmap words {}..{} outside space {} ({} words)", first, first + count, space, it->second)};
   }
 
-  // [addr, addr + bytes) (just addr when bytes is 0) must lie inside one declared space.
+  // [addr, addr + bytes) (just addr when bytes is 0) must lie inside one declared space. The
+  // space of the previous address is tried first: a trace's addresses mostly stay in one.
   void check_in_space(const char* record, const char* field, std::uint64_t addr, std::uint64_t bytes) const {
+    if (addr - last_.begin < last_.end - last_.begin && (bytes == 0 || bytes <= last_.end - addr)) [[likely]] return;
+    find_space(record, field, addr, bytes);
+  }
+  void find_space(const char* record, const char* field, std::uint64_t addr, std::uint64_t bytes) const {
     auto it = std::upper_bound(ranges_.begin(), ranges_.end(), addr, [](std::uint64_t a, const Range& r) { return a < r.begin; });
     if (it != ranges_.begin()) {
       --it;
-      if (addr < it->end && (bytes == 0 || bytes <= it->end - addr)) return;
+      if (addr < it->end && (bytes == 0 || bytes <= it->end - addr)) {
+        last_ = *it;
+        return;
+      }
     }
     if (bytes == 0)
       throw DecodeError{fmt::format("{} {} {:#x} is outside every declared space", record, field, addr)};
@@ -458,6 +513,7 @@ class Decoder {
   };
   Visitor& v_;
   std::vector<Range> ranges_;  // declared spaces sorted by begin (they do not overlap)
+  mutable Range last_{0, 0, 0};  // the space check_in_space found last (empty: none yet)
   bool header_seen_ = false, ended_ = false, in_gc_ = false;
   std::uint32_t log2_granule_ = 3;
   std::uint32_t version_ = kVersion;
