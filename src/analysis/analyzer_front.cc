@@ -6,12 +6,6 @@
 
 namespace objprof::analysis::internal {
 
-std::size_t Front::TripleHash::operator()(const std::array<std::uint32_t, 3>& k) const noexcept {
-  const std::uint64_t h = (std::uint64_t{k[0]} * 0x9E37'79B9'7F4A'7C15ull) ^ (std::uint64_t{k[1]} * 0xC2B2'AE3D'27D4'EB4Full) ^
-                          (std::uint64_t{k[2]} * 0x1656'67B1'9E37'79F9ull);
-  return static_cast<std::size_t>(h ^ (h >> 29));
-}
-
 Front::Front(TraceAnalysis& a, const AnalyzerOptions& options, EventBatch* first, Handoff handoff, unsigned shards)
     : a_(a), opt_(options), batch_(first), handoff_(std::move(handoff)), shards_(shards) {}
 
@@ -53,9 +47,7 @@ std::uint32_t Front::thread_idx(std::uint32_t id) {
   return it->second;
 }
 
-std::uint32_t Front::context(std::uint32_t site, std::uint32_t type, std::uint32_t thread) {
-  CacheEntry& c = ctx_cache_[TripleHash{}({site, type, thread}) & (ctx_cache_.size() - 1)];
-  if (c.ctx != kNoIndex && c.site == site && c.type == type && c.thread == thread) return c.ctx;
+std::uint32_t Front::context_slow(CacheEntry& c, std::uint32_t site, std::uint32_t type, std::uint32_t thread) {
   auto [it, fresh] = ctx_index_.try_emplace({site, type, thread}, static_cast<std::uint32_t>(a_.contexts.size()));
   if (fresh) a_.contexts.push_back(AllocContext{site_idx(site), type_idx(type), thread_idx(thread)});
   c = {site, type, thread, it->second};

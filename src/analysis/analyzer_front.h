@@ -80,15 +80,27 @@ class Front final : public trace::Visitor {
   std::uint32_t site_idx(std::uint32_t id);
   std::uint32_t type_idx(std::uint32_t id);
   std::uint32_t thread_idx(std::uint32_t id);
-  std::uint32_t context(std::uint32_t site, std::uint32_t type, std::uint32_t thread);
   static void add_progress(Thread& th, std::uint32_t epoch, std::uint64_t bytes);
 
+  // Inline: context() hashes every allocation's triple for its cache.
   struct TripleHash {
-    std::size_t operator()(const std::array<std::uint32_t, 3>& k) const noexcept;
+    std::size_t operator()(const std::array<std::uint32_t, 3>& k) const noexcept {
+      const std::uint64_t h = (std::uint64_t{k[0]} * 0x9E37'79B9'7F4A'7C15ull) ^ (std::uint64_t{k[1]} * 0xC2B2'AE3D'27D4'EB4Full) ^
+                              (std::uint64_t{k[2]} * 0x1656'67B1'9E37'79F9ull);
+      return static_cast<std::size_t>(h ^ (h >> 29));
+    }
   };
   struct CacheEntry {
     std::uint32_t site = 0, type = 0, thread = 0, ctx = kNoIndex;
   };
+  // The context of (site, type, thread): from a direct-mapped cache of recent triples (almost
+  // every allocation repeats one; the lookup is inlined into alloc), else interned.
+  std::uint32_t context(std::uint32_t site, std::uint32_t type, std::uint32_t thread) {
+    CacheEntry& c = ctx_cache_[TripleHash{}({site, type, thread}) & (kContextCacheSize - 1)];
+    if (c.ctx != kNoIndex && c.site == site && c.type == type && c.thread == thread) [[likely]] return c.ctx;
+    return context_slow(c, site, type, thread);
+  }
+  std::uint32_t context_slow(CacheEntry& c, std::uint32_t site, std::uint32_t type, std::uint32_t thread);
   struct SpaceBase {
     std::uint32_t id;
     std::uint64_t begin;
@@ -107,7 +119,8 @@ class Front final : public trace::Visitor {
   std::vector<SpaceBase> spaces_;
   std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> shard_words_;  // scratch
   std::unordered_map<std::array<std::uint32_t, 3>, std::uint32_t, TripleHash> ctx_index_;
-  std::vector<CacheEntry> ctx_cache_ = std::vector<CacheEntry>(4096);  // almost every alloc repeats a recent triple
+  static constexpr std::size_t kContextCacheSize = 4096;  // a power of two
+  std::vector<CacheEntry> ctx_cache_ = std::vector<CacheEntry>(kContextCacheSize);
   std::uint64_t input_bytes_ = 0, processed_ = 0, next_progress_ = 0;
 };
 
