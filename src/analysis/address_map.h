@@ -12,7 +12,15 @@
 // the hardware prefetcher streams the table instead of taking a cache miss per record (4x
 // faster on a 25 MB table). Dense runs are bounded by the window, so a probe never walks
 // further than 2^w slots even for back-to-back 8-byte objects.
+//
+// A shard's map holds one 64 KiB window of every group of 2^s (event_batch.h), and numbers
+// granules as if the windows it holds were adjacent: the windows of a contiguous heap then get
+// consecutive numbers, which Fibonacci hashing spreads evenly over the table. Scattered
+// window numbers would place the windows' spans at random, and where several pile up the
+// probe runs grow thousands of slots long.
 #pragma once
+
+#include "event_batch.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -24,8 +32,10 @@ namespace objprof::analysis::internal {
 class AddressMap {
  public:
   static constexpr std::uint32_t kMissing = 0xFFFF'FFFFu;
+  static constexpr unsigned kMaxWindowBits = 12;
 
-  AddressMap() { rehash(1024); }
+  // The map of a shard that holds one window of every 2^group_log2 (0: the whole heap).
+  explicit AddressMap(unsigned group_log2 = 0) : group_log2_(group_log2) { rehash(1024); }
 
   std::size_t size() const noexcept { return size_; }
 
@@ -88,17 +98,49 @@ class AddressMap {
     return id;
   }
 
-  template <class Fn>
-  void for_each(Fn&& fn) const {
-    for (std::size_t i = 0; i < capacity_; ++i)
-      if (keys_[i] != 0) fn(keys_[i], vals_[i]);
+  // Removes every entry for which doomed(addr) holds, calling fn(addr, id) for each in slot
+  // order, in one pass over the table. Erasing entries one by one costs a walk to the end of
+  // their probe run each (backward shift), which adds up to the square of a run's length when
+  // a whole run goes, as when a copying GC frees its evacuated space. The pass starts just
+  // after an empty slot, so that no probe run wraps past its start; every survivor it meets is
+  // re-inserted from its home, which lands it at or before its old slot, behind entries the
+  // pass has already settled.
+  template <class Doomed, class Fn>
+  void erase_if(Doomed&& doomed, Fn&& fn) {
+    std::size_t start = 0;
+    while (keys_[start] != 0) ++start;  // load <= 1/2: there is an empty slot
+    for (std::size_t n = 0, i = (start + 1) & mask_; n < capacity_; ++n, i = (i + 1) & mask_) {
+      const std::uint64_t key = keys_[i];
+      if (key == 0) continue;
+      const std::uint32_t val = vals_[i];
+      keys_[i] = 0;
+      if (doomed(key)) {
+        --size_;
+        fn(key, val);
+        continue;
+      }
+      std::size_t j = slot(key);
+      while (keys_[j] != 0) j = (j + 1) & mask_;
+      keys_[j] = key;
+      vals_[j] = val;
+    }
+  }
+
+  std::size_t capacity() const noexcept { return capacity_; }
+  // How many occupied slots a lookup of addr passes before it finds it or an empty slot (tests).
+  std::size_t probe_length(std::uint64_t addr) const noexcept {
+    std::size_t n = 0;
+    for (std::size_t i = slot(addr); keys_[i] != 0 && keys_[i] != addr; i = (i + 1) & mask_) ++n;
+    return n;
   }
 
   std::uint64_t memory_bytes() const noexcept { return capacity_ * (sizeof(std::uint64_t) + sizeof(std::uint32_t)); }
 
  private:
   std::size_t slot(std::uint64_t addr) const noexcept {
-    const std::uint64_t g = addr >> 3;  // 8-byte granules: the finest any space uses
+    // 8-byte granules (the finest any space uses), the windows this map holds made adjacent.
+    constexpr unsigned kInWindow = kShardWindowBits - 3;
+    const std::uint64_t g = ((addr >> kShardWindowBits >> group_log2_) << kInWindow) | ((addr >> 3) & ((std::uint64_t{1} << kInWindow) - 1));
     const std::uint64_t window = ((g >> window_bits_) * 0x9E37'79B9'7F4A'7C15ull) >> shift_;  // Fibonacci hashing
     return static_cast<std::size_t>((window + (g & ((std::uint64_t{1} << window_bits_) - 1))) & mask_);
   }
@@ -111,7 +153,7 @@ class AddressMap {
     mask_ = capacity - 1;
     const unsigned log2_capacity = static_cast<unsigned>(__builtin_ctzll(capacity));
     shift_ = 64 - log2_capacity;
-    window_bits_ = std::min(12u, log2_capacity - 3);
+    window_bits_ = std::min(kMaxWindowBits, log2_capacity - 3);
     keys_ = std::make_unique<std::uint64_t[]>(capacity);  // zeroed: all empty
     vals_ = std::make_unique_for_overwrite<std::uint32_t[]>(capacity);
     size_ = 0;
@@ -124,6 +166,7 @@ class AddressMap {
   std::size_t capacity_ = 0, mask_ = 0, size_ = 0;
   unsigned shift_ = 64;
   unsigned window_bits_ = 0;
+  unsigned group_log2_ = 0;
 };
 
 }  // namespace objprof::analysis::internal

@@ -106,8 +106,9 @@ Result<TraceAnalysis> inline_analysis(const AnalyzerOptions& given, std::uint64_
   return conclude(a, front, back, *summary, 1);
 }
 
-// Shards per worker: more shards than threads, so that a phase is shared out in small tasks
-// among whichever threads are running (a descheduled thread holds up one small task at most).
+// Shards per worker (the total rounded up to a power of two): more shards than threads, so
+// that a phase is shared out in small tasks among whichever threads are running (a
+// descheduled thread holds up one small task at most).
 constexpr unsigned kShardsPerWorker = 4;
 
 // The reader and the front on a thread of their own, the back on the calling one; with more
@@ -128,7 +129,7 @@ Result<TraceAnalysis> pipelined(const AnalyzerOptions& options, std::uint64_t in
     pool.back()->events.reserve(internal::EventBatch::kCapacity);
     empty.push(pool.back().get());
   }
-  const unsigned shards = std::min(workers * kShardsPerWorker, internal::Back::kMaxShards);
+  const unsigned shards = internal::shard_count(workers * kShardsPerWorker);
   internal::Crew crew(workers - 2);
   TraceAnalysis a;
   internal::EventBatch* first = nullptr;

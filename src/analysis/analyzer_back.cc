@@ -15,11 +15,8 @@ constexpr std::uint32_t kMissing = AddressMap::kMissing;
 }  // namespace
 
 Back::Back(TraceAnalysis& a, const AnalyzerOptions& options, unsigned shards, Crew* crew) : a_(a), opt_(options), crew_(crew) {
-  shards = std::clamp(shards, 1u, kMaxShards);
-  for (unsigned i = 0; i < shards; ++i) {
-    shards_.push_back(std::make_unique<Shard>());
-    shards_.back()->index = i;
-  }
+  shards = shard_count(shards);
+  for (unsigned i = 0; i < shards; ++i) shards_.push_back(std::make_unique<Shard>(i, shards));
 }
 
 void Back::run_shards(const std::function<void(unsigned)>& job) {
@@ -425,7 +422,7 @@ void Back::leave(Shard& s, Counters& c, std::uint32_t e) {
   }
   for (std::size_t i = 0; i < n && free_ranges; ++i)
     if (s.ops[i].kind == Event::kFreeRange)
-      erase_range(s, s.ops[i].from, s.ops[i].bytes, [&](std::uint64_t, ObjectId id) {
+      erase_range(s, s.ops[i].from, s.ops[i].bytes, false, [&](std::uint64_t, ObjectId id) {
         ++c.range_freed;
         kill(c, id, e, cur_.gcs_seen);
       });
@@ -447,14 +444,18 @@ void Back::leave(Shard& s, Counters& c, std::uint32_t e) {
   }
 }
 
-// The objects of a range in shard s's windows: probe every granule there, or walk the shard's
-// map, whichever is less work.
+// The objects of a range in shard s's windows leave its map, fn(addr, id) for each: probe
+// every granule there while that is little against the map's size, else one pass over the
+// whole map (AddressMap::erase_if; a copying GC's free range takes nearly all of it). In
+// address order if `ordered` (a range move's relocations keep the order of file-order
+// application), else in slot order (a free range: each death is counted on its own).
 template <class Fn>
-void Back::erase_range(Shard& s, std::uint64_t from, std::uint64_t bytes, Fn&& fn) {
+void Back::erase_range(Shard& s, std::uint64_t from, std::uint64_t bytes, bool ordered, Fn&& fn) {
   const std::uint64_t end = from + bytes;
   const unsigned lg = log2_granule_;
   const std::uint64_t granules = bytes >> lg;
-  if (granules / shards_.size() <= 4 * static_cast<std::uint64_t>(s.map.size()) + 64) {
+  // A probe costs several slots' worth of work (a hash, a probe run); the pass about one slot.
+  if (granules / shards_.size() <= s.map.capacity() / 8) {
     for (std::uint64_t addr = from; addr < end;) {
       if (owner(addr) != s.index) {  // skip to the next window
         const std::uint64_t window_end = ((addr >> kWindowBits) + 1) << kWindowBits;
@@ -466,24 +467,26 @@ void Back::erase_range(Shard& s, std::uint64_t from, std::uint64_t bytes, Fn&& f
       if (id != kMissing) fn(addr, id);
       addr += std::uint64_t{1} << lg;
     }
-  } else {
-    std::vector<std::pair<std::uint64_t, ObjectId>> inside;
-    s.map.for_each([&](std::uint64_t addr, std::uint32_t id) {
-      if (addr >= from && addr < end && ((addr - from) & ((std::uint64_t{1} << lg) - 1)) == 0) inside.emplace_back(addr, id);
-    });
-    std::sort(inside.begin(), inside.end());
-    for (auto [addr, id] : inside) {
-      s.map.erase(addr);
-      fn(addr, id);
-    }
+    return;
   }
+  const std::uint64_t off_granule = (std::uint64_t{1} << lg) - 1;
+  const auto inside = [&](std::uint64_t addr) { return addr >= from && addr - from < bytes && ((addr - from) & off_granule) == 0; };
+  if (!ordered) {
+    s.map.erase_if(inside, fn);
+    return;
+  }
+  std::vector<std::pair<std::uint64_t, ObjectId>>& found = s.range_scratch;
+  found.clear();
+  s.map.erase_if(inside, [&](std::uint64_t addr, std::uint32_t id) { found.emplace_back(addr, id); });
+  std::sort(found.begin(), found.end());
+  for (auto [addr, id] : found) fn(addr, id);
 }
 
 // The part of a range move in shard s's windows, as relocations.
 void Back::take_range(Shard& s, const Op& op) {
   const std::uint64_t delta = op.to - op.from;  // modular: also right for moves down
   const std::size_t before = s.range_out.size();
-  erase_range(s, op.from, op.bytes, [&](std::uint64_t addr, ObjectId id) { s.range_out.push_back({id, op.seq, addr + delta}); });
+  erase_range(s, op.from, op.bytes, true, [&](std::uint64_t addr, ObjectId id) { s.range_out.push_back({id, op.seq, addr + delta}); });
   s.range_found.push_back(static_cast<std::uint32_t>(s.range_out.size() - before));
 }
 
@@ -528,7 +531,8 @@ void Back::note_memory() {
   for (const auto& s : shards_) {
     now += s->map.memory_bytes() + (s->ops.capacity()) * sizeof(Op) +
            (s->out.capacity() + s->in.capacity() + s->range_out.capacity()) * sizeof(Relocation) + s->born.capacity() * sizeof(Born) +
-           s->moved.capacity() * sizeof(Moved) + s->ids.capacity() * 4 + s->bit_addrs.capacity() * 8;
+           s->moved.capacity() * sizeof(Moved) + s->ids.capacity() * 4 + s->bit_addrs.capacity() * 8 +
+           s->range_scratch.capacity() * sizeof(s->range_scratch[0]);
   }
   peak_ = std::max(peak_, now);
 }

@@ -34,9 +34,8 @@ namespace objprof::analysis::internal {
 
 class Back {
  public:
-  // `shards` address-map shards (1 to kMaxShards). A batch that can is applied on all of them
-  // at once by the crew's threads (without a crew, one after the other on the caller).
-  static constexpr unsigned kMaxShards = 255;
+  // shard_count(shards) address-map shards. A batch that can is applied on all of them at once
+  // by the crew's threads (without a crew, one after the other on the caller).
   Back(TraceAnalysis& a, const AnalyzerOptions& options, unsigned shards = 1, Crew* crew = nullptr);
   ~Back();
 
@@ -86,6 +85,7 @@ class Back {
     std::size_t gcs_seen = 0;  // GC records begun so far (a death counts in its GC's record only then)
   };
   struct Shard {
+    Shard(unsigned i, unsigned shards) : index(i), map(static_cast<unsigned>(__builtin_ctz(shards))) {}
     unsigned index = 0;
     AddressMap map;
     Counters counters;
@@ -104,6 +104,7 @@ class Back {
     std::vector<std::uint32_t> ids;
     std::vector<std::uint64_t> bit_addrs;
     std::vector<Relocation> range_out;
+    std::vector<std::pair<std::uint64_t, ObjectId>> range_scratch;  // a range move's objects, sorted by address
   };
 
   unsigned owner(std::uint64_t addr) const noexcept { return internal::shard_of(addr, static_cast<unsigned>(shards_.size())); }
@@ -119,9 +120,9 @@ class Back {
   void arrive(Shard& s, Counters& c, std::uint32_t e, bool defer);
   void take_range(Shard& s, const Op& op);
   // Removes from shard s's map every object that starts in [from, from + bytes) and lies in its
-  // windows, calling fn(addr, id) in address order.
+  // windows, calling fn(addr, id) for each: in address order if `ordered`.
   template <class Fn>
-  void erase_range(Shard& s, std::uint64_t from, std::uint64_t bytes, Fn&& fn);
+  void erase_range(Shard& s, std::uint64_t from, std::uint64_t bytes, bool ordered, Fn&& fn);
   void resolve_words(Shard& s, Counters& c, const Cursor& cur, std::uint64_t begin, std::uint32_t epoch,
                      std::span<const std::pair<std::uint64_t, std::uint64_t>> words, bool defer);
   void resolve_in_parallel(Shard& s, Counters& c, std::uint64_t begin, std::uint32_t epoch,

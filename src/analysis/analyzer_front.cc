@@ -7,7 +7,7 @@
 namespace objprof::analysis::internal {
 
 Front::Front(TraceAnalysis& a, const AnalyzerOptions& options, EventBatch* first, Handoff handoff, unsigned shards)
-    : a_(a), opt_(options), batch_(first), handoff_(std::move(handoff)), shards_(shards) {}
+    : a_(a), opt_(options), batch_(first), handoff_(std::move(handoff)), shards_(shard_count(shards)) {}
 
 void Front::finish() {
   handoff_(batch_);

@@ -2,7 +2,8 @@
 // (AnalyzerOptions::workers). Its result must be exactly that of applying every record in file
 // order: these tests analyze random traces — allocations across two spaces (one not aligned
 // to the shards' 64 KiB windows), address reuse without frees, GCs with frees, moves onto
-// other objects' addresses, range moves, allocations and online leak reports inside GCs,
+// other objects' addresses, range moves, free ranges (a copying GC's whole evacuated space, or
+// a few objects), allocations and online leak reports inside GCs,
 // bitmap dumps written as several records, frees and moves outside any GC, truncated traces —
 // with 1 to 7 workers, and compare every object's chain and every counter.
 #include "trace_builder.h"
@@ -87,10 +88,14 @@ std::vector<std::byte> random_trace(std::uint64_t seed, const Shape& shape) {
         if (!part.empty()) b.bitmap(part, static_cast<std::uint32_t>(sp));
       }
     }
-    if (pick(4) == 0) alloc(0);  // a concurrent GC's allocation, between its bits and its frees
+    // A copying GC: what it does not move out of the young space dies with the whole space, as
+    // one free range (most of every shard's map goes at once).
+    const bool copying = pick(3) == 0;
+    if (!copying && pick(4) == 0) alloc(0);  // a concurrent GC's allocation, between its bits and its frees
     std::vector<std::uint64_t> survivors;
     for (std::uint64_t a : live[0]) {
       const std::uint64_t what = pick(10);
+      if (copying && (what < 5 || what == 9)) continue;
       if (what < 5) {
         b.free(a);
       } else if (what < 8) {
@@ -108,6 +113,11 @@ std::vector<std::byte> random_trace(std::uint64_t seed, const Shape& shape) {
       const std::uint64_t from = spaces[1].begin + g * (64 + pick(2000)), bytes = g * (64 + pick(20000));
       b.move_range(from, from - g * pick(64), bytes);
     }
+    if (copying) {
+      b.free_range(spaces[0].begin, spaces[0].end - spaces[0].begin);
+      survivors.clear();
+    }
+    if (pick(3) == 0) b.free_range(spaces[1].begin + g * pick(5000), g * (8 + pick(200)));  // a few of the old
     b.free(spaces[1].begin + g * pick(5000));  // maybe nobody there
     for (int i = 0; i < 1 + static_cast<int>(pick(3)); ++i) {
       if (pick(3) == 0) alloc(0);  // allocated during the GC
