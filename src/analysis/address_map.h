@@ -139,8 +139,12 @@ class AddressMap {
  private:
   std::size_t slot(std::uint64_t addr) const noexcept {
     // 8-byte granules (the finest any space uses), the windows this map holds made adjacent.
+    // (A branch rather than the general formula alone: a whole-heap map, by far the common
+    // case, then pays one shift, and the branch always goes the same way for a map.)
     constexpr unsigned kInWindow = kShardWindowBits - 3;
-    const std::uint64_t g = ((addr >> kShardWindowBits >> group_log2_) << kInWindow) | ((addr >> 3) & ((std::uint64_t{1} << kInWindow) - 1));
+    const std::uint64_t g = group_log2_ == 0 ? addr >> 3
+                                             : ((addr >> kShardWindowBits >> group_log2_) << kInWindow) |
+                                                   ((addr >> 3) & ((std::uint64_t{1} << kInWindow) - 1));
     const std::uint64_t window = ((g >> window_bits_) * 0x9E37'79B9'7F4A'7C15ull) >> shift_;  // Fibonacci hashing
     return static_cast<std::size_t>((window + (g & ((std::uint64_t{1} << window_bits_) - 1))) & mask_);
   }
