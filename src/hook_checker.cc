@@ -150,7 +150,7 @@ void HookChecker::gc_end() {
   std::vector<RangeMoveLog> ranges;
   std::vector<Address> frees;
   std::vector<FreeRangeLog> free_ranges;
-  gather_collector_logs(locals_, moves, ranges, frees, free_ranges);
+  for (auto& local : locals_) gather_collector_log(local, moves, ranges, frees, free_ranges);
   if (moves.empty() && ranges.empty() && frees.empty() && free_ranges.empty()) return;
   std::vector<Fate> fate(live_.size(), Fate::kStays);
   std::vector<Address> dest(live_.size(), 0);

@@ -120,7 +120,7 @@ struct ProfilerState {
   CollectorLocal first_collector;
   std::atomic<std::thread::id> first_collector_owner{};
   tbb::enumerable_thread_specific<CollectorLocal> collectors;
-  // fn(log) for every collector thread's log.
+  // fn(log) for every collector thread's log, the first thread's first.
   template <class Fn>
   void each_collector(Fn&& fn) {
     fn(first_collector);
@@ -1269,9 +1269,8 @@ Status Profiler::gc_end() {
   ranges.clear();
   frees.clear();
   free_ranges.clear();
-  std::span<internal::CollectorLocal> first_log(&st.first_collector, 1);
-  internal::gather_collector_logs(first_log, moves, ranges, frees, free_ranges);
-  internal::gather_collector_logs(st.collectors, moves, ranges, frees, free_ranges);
+  // The first collector thread's log first, so that its vectors change hands.
+  st.each_collector([&](internal::CollectorLocal& local) { internal::gather_collector_log(local, moves, ranges, frees, free_ranges); });
   std::uint64_t carded = 0;  // moves the hooks wrote into the tracker's cards instead of the logs
   if (st.survivors_this_gc) {
     // The collector's answers replace whatever its hooks logged (the same facts, for the trace).

@@ -43,11 +43,11 @@ struct MoveLog { Address from, to; };
 struct RangeMoveLog { Address from, to; std::uint64_t bytes; };
 struct FreeRangeLog { Address from; std::uint64_t bytes; };
 
-// Appends the per-collector-thread logs (anything with moves, ranges, frees and free_ranges
-// vectors of these types) to one set of vectors and empties them. The first log of each kind
-// changes hands instead of being copied (one collector thread: no copy at all), and the local
-// gets the emptied merged vector back, so the two vectors trade places from GC to GC and both
-// keep their capacity.
+// Appends a collector thread's logs (anything with moves, ranges, frees and free_ranges vectors
+// of these types) to one set of vectors and empties them; called for each thread's logs in
+// turn. The first log of each kind changes hands instead of being copied (one collector
+// thread: no copy at all), and the local gets the emptied merged vector back, so the two
+// vectors trade places from GC to GC and both keep their capacity.
 template <class Log>
 void gather_log(std::vector<Log>& all, std::vector<Log>& local) {
   if (local.empty()) return;
@@ -58,15 +58,13 @@ void gather_log(std::vector<Log>& all, std::vector<Log>& local) {
   }
   local.clear();
 }
-template <class Locals>
-void gather_collector_logs(Locals& locals, std::vector<MoveLog>& moves, std::vector<RangeMoveLog>& ranges,
-                           std::vector<Address>& frees, std::vector<FreeRangeLog>& free_ranges) {
-  for (auto& local : locals) {
-    gather_log(moves, local.moves);
-    gather_log(ranges, local.ranges);
-    gather_log(frees, local.frees);
-    gather_log(free_ranges, local.free_ranges);
-  }
+template <class Local>
+void gather_collector_log(Local& local, std::vector<MoveLog>& moves, std::vector<RangeMoveLog>& ranges, std::vector<Address>& frees,
+                          std::vector<FreeRangeLog>& free_ranges) {
+  gather_log(moves, local.moves);
+  gather_log(ranges, local.ranges);
+  gather_log(frees, local.frees);
+  gather_log(free_ranges, local.free_ranges);
 }
 
 // An allocator that leaves value-initialized trivial elements uninitialized, so that a table can
