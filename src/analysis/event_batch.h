@@ -35,7 +35,8 @@ inline unsigned shard_count(unsigned wanted) noexcept {
 // `shards` must be a power of two (shard_count).
 inline unsigned shard_of(std::uint64_t addr, unsigned shards) noexcept {
   const std::uint64_t window = addr >> kShardWindowBits;
-  std::uint64_t h = (window / shards) * 0xD6E8'FEB8'6659'FD93ull;  // the group's number, hashed
+  // The group's number, hashed (a shift: a division by a variable would cost tens of cycles).
+  std::uint64_t h = (window >> __builtin_ctz(shards)) * 0xD6E8'FEB8'6659'FD93ull;
   h ^= h >> 29;
   h *= 0xBF58'476D'1CE4'E5B9ull;
   h ^= h >> 32;
