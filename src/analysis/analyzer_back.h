@@ -85,7 +85,7 @@ class Back {
     std::size_t gcs_seen = 0;  // GC records begun so far (a death counts in its GC's record only then)
   };
   struct Shard {
-    Shard(unsigned i, unsigned shards) : index(i), map(static_cast<unsigned>(__builtin_ctz(shards))) {}
+    Shard(unsigned i, unsigned shards) : index(i), map(shard_group_log2(shards)) {}
     unsigned index = 0;
     AddressMap map;
     Counters counters;

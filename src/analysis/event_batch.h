@@ -32,11 +32,17 @@ inline unsigned shard_count(unsigned wanted) noexcept {
   while (n < wanted && n < kMaxShards) n *= 2;
   return n;
 }
+// log2 of the windows in a group (`shards` must be a power of two: shard_count): how
+// shard_of numbers a window's group, and how a shard's AddressMap numbers its windows, which
+// must agree for the map's dense numbering to hold.
+inline unsigned shard_group_log2(unsigned shards) noexcept {
+  return static_cast<unsigned>(__builtin_ctz(shards));
+}
 // `shards` must be a power of two (shard_count).
 inline unsigned shard_of(std::uint64_t addr, unsigned shards) noexcept {
   const std::uint64_t window = addr >> kShardWindowBits;
   // The group's number, hashed (a shift: a division by a variable would cost tens of cycles).
-  std::uint64_t h = (window >> __builtin_ctz(shards)) * 0xD6E8'FEB8'6659'FD93ull;
+  std::uint64_t h = (window >> shard_group_log2(shards)) * 0xD6E8'FEB8'6659'FD93ull;
   h ^= h >> 29;
   h *= 0xBF58'476D'1CE4'E5B9ull;
   h ^= h >> 32;

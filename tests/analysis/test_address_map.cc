@@ -20,6 +20,7 @@ namespace test_address_map {
 using objprof::analysis::internal::AddressMap;
 using objprof::analysis::internal::kShardWindowBits;
 using objprof::analysis::internal::shard_count;
+using objprof::analysis::internal::shard_group_log2;
 using objprof::analysis::internal::shard_of;
 
 namespace {
@@ -49,7 +50,7 @@ TEST_CASE("address map: puts, erases and erase_if agree with a std::map", "[anal
       INFO(shards << " shards, " << size << "-byte objects");
       const unsigned shard = shards - 1;
       std::mt19937_64 rng(shards * 100 + size);
-      AddressMap m(static_cast<unsigned>(__builtin_ctz(shards)));
+      AddressMap m(shard_group_log2(shards));
       std::map<std::uint64_t, std::uint32_t> ref;
       // A bump-allocated space not aligned to a window, and a scattered one.
       std::vector<std::uint64_t> keys = heap(0x7f00'0001'2340, 40'000, size, shard, shards);
@@ -136,7 +137,7 @@ TEST_CASE("address map: a shard's probe runs stay as short as the whole heap's",
       double worst_mean_miss = 0;
       for (unsigned shard = 0; shard < shards; ++shard) {
         const std::vector<std::uint64_t> keys = heap(0x7fbe'7c01'2340, 32u * 4096 * shards / 8, size, shard, shards);
-        AddressMap m(static_cast<unsigned>(__builtin_ctz(shards)));
+        AddressMap m(shard_group_log2(shards));
         for (std::uint64_t a : keys) m.put(a, 1);
         // Looking up an address that is not there walks to the end of its run.
         double walked = 0;
