@@ -113,10 +113,7 @@ std::vector<std::byte> random_trace(std::uint64_t seed, const Shape& shape) {
       const std::uint64_t from = spaces[1].begin + g * (64 + pick(2000)), bytes = g * (64 + pick(20000));
       b.move_range(from, from - g * pick(64), bytes);
     }
-    if (copying) {
-      b.free_range(spaces[0].begin, spaces[0].end - spaces[0].begin);
-      survivors.clear();
-    }
+    if (copying) b.free_range(spaces[0].begin, spaces[0].end - spaces[0].begin);  // nothing survived in it
     if (pick(3) == 0) b.free_range(spaces[1].begin + g * pick(5000), g * (8 + pick(200)));  // a few of the old
     b.free(spaces[1].begin + g * pick(5000));  // maybe nobody there
     for (int i = 0; i < 1 + static_cast<int>(pick(3)); ++i) {
