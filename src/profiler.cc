@@ -1269,9 +1269,18 @@ Status Profiler::gc_end() {
   ranges.clear();
   frees.clear();
   free_ranges.clear();
-  // The first collector thread's log first, so that its vectors change hands.
-  st.each_collector([&](internal::CollectorLocal& local) { internal::gather_collector_log(local, moves, ranges, frees, free_ranges); });
+  // One walk over the collector threads: each one's log (the first thread's first, so that its
+  // vectors change hands) and its counters.
   std::uint64_t carded = 0;  // moves the hooks wrote into the tracker's cards instead of the logs
+  st.each_collector([&](internal::CollectorLocal& local) {
+    internal::gather_collector_log(local, moves, ranges, frees, free_ranges);
+    carded += local.moves_carded;
+    st.moves += local.moves_seen;
+    st.frees += local.frees_seen;
+    st.free_ranges += local.free_ranges_seen;
+    st.root_marks += local.roots_seen;
+    static_cast<internal::CollectorCounts&>(local) = {};
+  });
   if (st.survivors_this_gc) {
     // The collector's answers replace whatever its hooks logged (the same facts, for the trace).
     moves.clear();
@@ -1281,7 +1290,7 @@ Status Profiler::gc_end() {
     if (st.survivors_reported) {
       moves.swap(st.survivor_moves);
       frees.swap(st.survivor_frees);
-      carded = st.survivor_carded;
+      carded += st.survivor_carded;
     } else {
       protocol_error("gc_end", 0,
                      "this GC took its fates from report_survivors (wants_object_events() was false), but it was "
@@ -1291,14 +1300,6 @@ Status Profiler::gc_end() {
     st.survivor_frees.clear();
     st.survivor_carded = 0;
   }
-  st.each_collector([&](internal::CollectorLocal& local) {
-    carded += local.moves_carded;
-    st.moves += local.moves_seen;
-    st.frees += local.frees_seen;
-    st.free_ranges += local.free_ranges_seen;
-    st.root_marks += local.roots_seen;
-    static_cast<internal::CollectorCounts&>(local) = {};
-  });
   std::vector<const BitmapSnapshot*>& bits = st.held_bit_ptrs;
   bits.clear();
   for (const auto& h : st.held_bits) bits.push_back(h ? &*h : nullptr);
