@@ -391,7 +391,7 @@ void Back::collect(std::uint32_t e, bool parallel) {
     for (auto& s : shards_) arrive(*s, serial_, e, false);
   for (auto& s : shards_) {
     s->ops.clear();
-    s->out.clear();
+    for (auto& o : s->out) o.clear();
     s->range_found.clear();
     merge(s->counters);
   }
@@ -433,14 +433,13 @@ void Back::leave(Shard& s, Counters& c, std::uint32_t e) {
     if (op.kind == Event::kFreeRange) continue;  // its objects died above
     if (op.kind == Event::kRange) {
       const std::uint32_t k = s.range_found[range++];
-      s.out.insert(s.out.end(), s.range_out.begin() + static_cast<std::ptrdiff_t>(range_pos),
-                   s.range_out.begin() + static_cast<std::ptrdiff_t>(range_pos + k));
+      for (std::size_t j = range_pos; j < range_pos + k; ++j) relocate(s, s.range_out[j]);
       range_pos += k;
       continue;
     }
     if (s.ids[i] == kMissing) ++(op.kind == Event::kFree ? c.unknown_frees : c.unknown_moves);
     else if (op.kind == Event::kFree) kill(c, s.ids[i], e, cur_.gcs_seen);
-    else s.out.push_back({s.ids[i], op.seq, op.to});
+    else relocate(s, {s.ids[i], op.seq, op.to});
   }
 }
 
@@ -493,17 +492,49 @@ void Back::take_range(Shard& s, const Op& op) {
 // Pass 2 for one shard: the relocations landing in its windows, from every shard, in op order
 // (a later move onto the same address wins, as in file order); then the GC's allocations and
 // its online leak reports there.
-void Back::arrive(Shard& t, Counters& c, std::uint32_t e, bool defer) {
-  std::vector<Relocation>* in = &t.out;
-  if (shards_.size() > 1) {
-    t.in.clear();
-    for (auto& s : shards_)
-      for (const Relocation& r : s->out)
-        if (owner(r.to) == t.index) t.in.push_back(r);
-    std::stable_sort(t.in.begin(), t.in.end(), [](const Relocation& x, const Relocation& y) { return x.seq < y.seq; });
-    in = &t.in;
+//
+// The shards' parts are each in op order already, so they are merged pairwise (std::merge
+// keeps the earlier part's objects first among equal places: those of one range move, which
+// land at distinct addresses), as a stable sort of their concatenation in shard order would.
+const std::vector<Back::Relocation>& Back::arrivals(Shard& t) {
+  const Shard* only = nullptr;
+  std::size_t parts = 0, total = 0;
+  for (const auto& s : shards_)
+    if (const std::size_t k = s->out[t.index].size(); k > 0) {
+      only = s.get();
+      ++parts;
+      total += k;
+    }
+  if (parts <= 1) return only ? only->out[t.index] : t.in;  // t.in is empty between GCs
+  t.in.clear();
+  t.runs.clear();
+  for (const auto& s : shards_)
+    if (!s->out[t.index].empty()) {
+      t.runs.push_back(t.in.size());
+      t.in.insert(t.in.end(), s->out[t.index].begin(), s->out[t.index].end());
+    }
+  t.runs.push_back(total);
+  const auto by_seq = [](const Relocation& x, const Relocation& y) { return x.seq < y.seq; };
+  t.merged.resize(total);
+  while (t.runs.size() > 2) {  // bounds of runs, the last one the end
+    std::size_t kept = 0;
+    for (std::size_t r = 0; r + 1 < t.runs.size(); r += 2) {
+      const auto first = t.in.begin() + static_cast<std::ptrdiff_t>(t.runs[r]);
+      const auto mid = t.in.begin() + static_cast<std::ptrdiff_t>(t.runs[r + 1]);
+      const auto last = r + 2 < t.runs.size() ? t.in.begin() + static_cast<std::ptrdiff_t>(t.runs[r + 2]) : mid;
+      std::merge(first, mid, mid, last, t.merged.begin() + static_cast<std::ptrdiff_t>(t.runs[r]), by_seq);
+      t.runs[kept++] = t.runs[r];
+    }
+    t.runs[kept++] = total;
+    t.runs.resize(kept);
+    t.in.swap(t.merged);
   }
-  const std::vector<Relocation>& rel = *in;
+  t.merged.clear();
+  return t.in;
+}
+
+void Back::arrive(Shard& t, Counters& c, std::uint32_t e, bool defer) {
+  const std::vector<Relocation>& rel = arrivals(t);
   t.map.reserve_more(rel.size() + t.born.size());
   for (std::size_t i = 0; i < rel.size(); ++i) {
     if (i + kAhead < rel.size()) t.map.prefetch(rel[i + kAhead].to);
@@ -524,13 +555,15 @@ void Back::arrive(Shard& t, Counters& c, std::uint32_t e, bool defer) {
   for (std::uint64_t addr : t.stale)
     if (const std::uint32_t id = t.map.find(addr); id != kMissing) a_.objects.add_flags(id, kReportedStale);
   t.stale.clear();
+  t.in.clear();
 }
 
 void Back::note_memory() {
   std::uint64_t now = 0;
   for (const auto& s : shards_) {
+    for (const auto& o : s->out) now += o.capacity() * sizeof(Relocation);
     now += s->map.memory_bytes() + (s->ops.capacity()) * sizeof(Op) +
-           (s->out.capacity() + s->in.capacity() + s->range_out.capacity()) * sizeof(Relocation) + s->born.capacity() * sizeof(Born) +
+           (s->in.capacity() + s->merged.capacity() + s->range_out.capacity()) * sizeof(Relocation) + s->born.capacity() * sizeof(Born) +
            s->moved.capacity() * sizeof(Moved) + s->ids.capacity() * 4 + s->bit_addrs.capacity() * 8 +
            s->range_scratch.capacity() * sizeof(s->range_scratch[0]);
   }

@@ -85,7 +85,7 @@ class Back {
     std::size_t gcs_seen = 0;  // GC records begun so far (a death counts in its GC's record only then)
   };
   struct Shard {
-    Shard(unsigned i, unsigned shards) : index(i), map(shard_group_log2(shards)) {}
+    Shard(unsigned i, unsigned shards) : index(i), map(shard_group_log2(shards)), out(shards) {}
     unsigned index = 0;
     AddressMap map;
     Counters counters;
@@ -93,8 +93,11 @@ class Back {
     std::vector<Op> ops;                   // the running GC's frees and moves whose source is here (every range)
     std::vector<Born> born;                // allocations made while it runs, placed here
     std::vector<std::uint64_t> stale;      // its online leak reports (post-GC addresses) here
-    std::vector<Relocation> out;           // objects leaving this shard's windows, in op order
-    std::vector<Relocation> in;            // scratch: objects arriving, in op order
+    // Objects leaving this shard's windows, by the shard whose windows they land in, each in
+    // op order: the destination's shard is found once per object, by its source's shard.
+    std::vector<std::vector<Relocation>> out;
+    std::vector<Relocation> in, merged;    // scratch: objects arriving from several shards, merged into op order
+    std::vector<std::size_t> runs;         // scratch: where each source shard's part of `in` starts
     std::vector<std::uint32_t> range_found;  // per range op of the running GC: objects found here
     // Deferred while shards run in parallel (side arrays of the ChainStore are shared).
     std::vector<Moved> moved;
@@ -118,6 +121,8 @@ class Back {
   void collect(std::uint32_t e, bool parallel);
   void leave(Shard& s, Counters& c, std::uint32_t e);
   void arrive(Shard& s, Counters& c, std::uint32_t e, bool defer);
+  const std::vector<Relocation>& arrivals(Shard& t);
+  void relocate(Shard& s, const Relocation& r) { s.out[shards_.size() > 1 ? owner(r.to) : 0].push_back(r); }
   void take_range(Shard& s, const Op& op);
   // Removes from shard s's map every object that starts in [from, from + bytes) and lies in its
   // windows, calling fn(addr, id) for each: in address order if `ordered`.
