@@ -75,7 +75,8 @@ Result<TraceAnalysis> conclude(TraceAnalysis& a, internal::Front& front, interna
   if (a.stats.unknown_frees || a.stats.unknown_moves)
     a.warnings.push_back(fmt::format("{} frees and {} moves named no live object", a.stats.unknown_frees, a.stats.unknown_moves));
   // The object store only grows, so its final size is its peak.
-  a.peak_memory_bytes = a.objects.memory_bytes() + back.peak_bytes() + batches * internal::EventBatch::kCapacity * sizeof(internal::Event);
+  a.peak_memory_bytes = a.objects.memory_bytes() + back.peak_bytes() +
+                        batches * (internal::EventBatch::kCapacity * sizeof(internal::Event) + front.route_bytes_per_batch());
   return std::move(a);
 }
 

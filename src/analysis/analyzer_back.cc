@@ -234,7 +234,7 @@ void Back::apply_parallel(const EventBatch& batch) {
 // windows, in file order; a closing GC end is left to the caller.
 void Back::scan(Shard& s, const EventBatch& batch) {
   const std::vector<Event>& ev = batch.events;
-  const std::vector<std::uint32_t>& route = batch.routes[s.index];
+  const std::span<const std::uint32_t> route = batch.route(s.index);
   std::size_t n = route.size();
   if (n > 0 && ev[route[n - 1]].kind == Event::kGcEnd) --n;
   Cursor& cur = s.cur;
@@ -455,16 +455,17 @@ void Back::erase_range(Shard& s, std::uint64_t from, std::uint64_t bytes, bool o
   const std::uint64_t granules = bytes >> lg;
   // A probe costs several slots' worth of work (a hash, a probe run); the pass about one slot.
   if (granules / shards_.size() <= s.map.capacity() / 8) {
+    // A window at a time: its owner is looked up once.
     for (std::uint64_t addr = from; addr < end;) {
+      const std::uint64_t window_end = ((addr >> kWindowBits) + 1) << kWindowBits;  // 0 past the top
       if (owner(addr) != s.index) {  // skip to the next window
-        const std::uint64_t window_end = ((addr >> kWindowBits) + 1) << kWindowBits;
         if (window_end <= addr) break;
         addr += ((window_end - addr + (std::uint64_t{1} << lg) - 1) >> lg) << lg;
         continue;
       }
-      const std::uint32_t id = s.map.erase(addr);
-      if (id != kMissing) fn(addr, id);
-      addr += std::uint64_t{1} << lg;
+      const std::uint64_t stop = window_end <= addr ? end : std::min(end, window_end);
+      for (; addr < stop; addr += std::uint64_t{1} << lg)
+        if (const std::uint32_t id = s.map.erase(addr); id != kMissing) fn(addr, id);
     }
     return;
   }

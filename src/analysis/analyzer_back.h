@@ -5,7 +5,7 @@
 //
 // Sharded by address so that it scales with threads: the heap is cut into 64 KiB windows, each
 // window belongs to one of the shards (a hash of its number), each shard owns the address map
-// of its windows, and the front tags every event with its shard (EventBatch::routes). A batch
+// of its windows, and the front tags every event with its shard (EventBatch::route). A batch
 // whose only synchronisation point is a GC end at its last event (the front cuts batches
 // there, so this is nearly every batch) is applied on all shards at once, each shard a task
 // of the Crew (crew.h): each shard applies its own events in file order; at the GC end every
@@ -98,6 +98,7 @@ class Back {
     std::vector<std::vector<Relocation>> out;
     std::vector<Relocation> in, merged;    // scratch: objects arriving from several shards, merged into op order
     std::vector<std::size_t> runs;         // scratch: where each source shard's part of `in` starts
+    ShardCache destinations;               // its relocations' shards (a copy's destinations come in runs)
     std::vector<std::uint32_t> range_found;  // per range op of the running GC: objects found here
     // Deferred while shards run in parallel (side arrays of the ChainStore are shared).
     std::vector<Moved> moved;
@@ -122,7 +123,9 @@ class Back {
   void leave(Shard& s, Counters& c, std::uint32_t e);
   void arrive(Shard& s, Counters& c, std::uint32_t e, bool defer);
   const std::vector<Relocation>& arrivals(Shard& t);
-  void relocate(Shard& s, const Relocation& r) { s.out[shards_.size() > 1 ? owner(r.to) : 0].push_back(r); }
+  void relocate(Shard& s, const Relocation& r) {
+    s.out[shards_.size() > 1 ? s.destinations(r.to, static_cast<unsigned>(shards_.size())) : 0].push_back(r);
+  }
   void take_range(Shard& s, const Op& op);
   // Removes from shard s's map every object that starts in [from, from + bytes) and lies in its
   // windows, calling fn(addr, id) for each: in address order if `ordered`.

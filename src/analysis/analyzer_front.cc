@@ -7,7 +7,9 @@
 namespace objprof::analysis::internal {
 
 Front::Front(TraceAnalysis& a, const AnalyzerOptions& options, EventBatch* first, Handoff handoff, unsigned shards)
-    : a_(a), opt_(options), batch_(first), handoff_(std::move(handoff)), shards_(shard_count(shards)) {}
+    : a_(a), opt_(options), batch_(first), handoff_(std::move(handoff)), shards_(shard_count(shards)) {
+  prepare_batch();
+}
 
 void Front::finish() {
   handoff_(batch_);
@@ -176,7 +178,7 @@ void Front::gc_end(const trace::GcEvent& g) {
   ev.y = g.bytes_allocated;
   // A GC end closes its batch: the back can then apply the whole batch on all its shards at
   // once (analyzer_back.h).
-  batch_ = handoff_(batch_);
+  next_batch();
 }
 
 void Front::bitmap_words(std::uint32_t space, std::uint64_t epoch, std::span<const std::pair<std::uint64_t, std::uint64_t>> words) {

@@ -28,6 +28,8 @@ class Front final : public trace::Visitor {
   void finish();
   bool too_many_objects() const noexcept { return too_many_objects_; }
   std::uint64_t clock() const noexcept { return clock_; }
+  // What a batch's routes take (EventBatch::set_shards).
+  std::size_t route_bytes_per_batch() const noexcept { return shards_ > 1 ? shards_ * EventBatch::kCapacity * sizeof(std::uint32_t) : 0; }
 
   void header(const trace::Header& h) override;
   void type_def(const trace::TypeDef& t) override;
@@ -49,33 +51,37 @@ class Front final : public trace::Visitor {
   void chunk_end(std::uint64_t bytes) override;
 
  private:
+  // Hands the batch over and continues with the one the handoff returns.
+  void next_batch() {
+    batch_ = handoff_(batch_);
+    prepare_batch();
+  }
+  void prepare_batch() {
+    if (batch_->shards() != (shards_ > 1 ? shards_ : 0)) batch_->set_shards(shards_);
+  }
   // An event every shard sees.
   Event& emit(Event::Kind kind) {
-    if (batch_->full()) batch_ = handoff_(batch_);
+    if (batch_->full()) next_batch();
     if (shards_ > 1) {
       const auto index = static_cast<std::uint32_t>(batch_->events.size());
-      for (auto& r : route()) r.push_back(index);
+      for (unsigned s = 0; s < shards_; ++s) batch_->route_to(s, index);
     }
     batch_->events.push_back(Event{kind});
     return batch_->events.back();
   }
   // An event for one shard.
   Event& emit_to(Event::Kind kind, unsigned shard) {
-    if (batch_->full()) batch_ = handoff_(batch_);
-    if (shards_ > 1) route()[shard].push_back(static_cast<std::uint32_t>(batch_->events.size()));
+    if (batch_->full()) next_batch();
+    if (shards_ > 1) batch_->route_to(shard, static_cast<std::uint32_t>(batch_->events.size()));
     Event& e = batch_->events.emplace_back(Event{kind});
     e.shard = static_cast<std::uint8_t>(shard);
     return e;
   }
   // An event about one address, for its shard.
   Event& emit_at(Event::Kind kind, std::uint64_t addr) {
-    Event& e = emit_to(kind, shards_ > 1 ? shard_of(addr, shards_) : 0);
+    Event& e = emit_to(kind, shards_ > 1 ? shard_cache_(addr, shards_) : 0);
     e.x = addr;
     return e;
-  }
-  std::vector<std::vector<std::uint32_t>>& route() {
-    if (batch_->routes.size() != shards_) batch_->routes.resize(shards_);
-    return batch_->routes;
   }
   std::uint32_t site_idx(std::uint32_t id);
   std::uint32_t type_idx(std::uint32_t id);
@@ -111,6 +117,7 @@ class Front final : public trace::Visitor {
   EventBatch* batch_;
   Handoff handoff_;
   unsigned shards_;
+  ShardCache shard_cache_;
   std::uint32_t epoch_ = 0;
   std::uint32_t op_seq_ = 0;  // frees and moves since the running GC began
   bool in_gc_ = false;

@@ -8,7 +8,9 @@
 // lookups.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -49,6 +51,23 @@ inline unsigned shard_of(std::uint64_t addr, unsigned shards) noexcept {
   return static_cast<unsigned>((window + h) & (shards - 1));
 }
 
+// shard_of with the last window's answer kept, for one shard count: placements and a copying
+// GC's destinations come in runs of addresses within one window.
+class ShardCache {
+ public:
+  unsigned operator()(std::uint64_t addr, unsigned shards) noexcept {
+    if (const std::uint64_t w = addr >> kShardWindowBits; w != window_) {
+      window_ = w;
+      shard_ = shard_of(addr, shards);
+    }
+    return shard_;
+  }
+
+ private:
+  std::uint64_t window_ = ~std::uint64_t{0};  // no address's window
+  unsigned shard_ = 0;
+};
+
 // log2 of the trace's granule (8 bytes until the header says otherwise): how the front routes
 // bitmap words to shards and how the back turns them into addresses, which must agree.
 inline unsigned log2_granule(std::uint32_t granule_bytes) noexcept {
@@ -80,9 +99,20 @@ struct EventBatch {
   static constexpr std::size_t kCapacity = 4096;
   std::vector<Event> events;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> words;  // bitmap words of kBits events
-  // With more than one shard: per shard, the indexes of its events and of those every shard
-  // must see (GC brackets, range moves, free ranges), in order.
-  std::vector<std::vector<std::uint32_t>> routes;
+  // With more than one shard (set_shards): per shard, the indexes of its events and of those
+  // every shard must see (GC brackets, range moves, free ranges), in order. Flat, a full
+  // batch's room per shard, so that routing an event is one store and one count (vectors'
+  // growth checks cost the front ~25 instructions an event).
+  std::vector<std::uint32_t> route_slots, route_sizes;
+  void set_shards(unsigned shards) {
+    route_slots.assign(shards > 1 ? shards * kCapacity : 0, 0);
+    route_sizes.assign(shards > 1 ? shards : 0, 0);
+  }
+  std::size_t shards() const noexcept { return route_sizes.size(); }
+  void route_to(unsigned shard, std::uint32_t index) noexcept { route_slots[shard * kCapacity + route_sizes[shard]++] = index; }
+  std::span<const std::uint32_t> route(unsigned shard) const noexcept {
+    return {route_slots.data() + std::size_t{shard} * kCapacity, route_sizes[shard]};
+  }
   // Set by the front: the batch must be applied in file order on one thread — it holds a free
   // or move outside a GC (applied at once), or bitmap dumps of two epochs. (A GC end is
   // always its batch's last event: the front ends the batch there.)
@@ -94,7 +124,7 @@ struct EventBatch {
   void clear() noexcept {
     events.clear();
     words.clear();
-    for (auto& r : routes) r.clear();
+    std::fill(route_sizes.begin(), route_sizes.end(), 0);
     in_order = false;
     has_bits = false;
     gc_begins.clear();
