@@ -93,7 +93,6 @@ Result<TraceAnalysis> inline_analysis(const AnalyzerOptions& given, std::uint64_
   options.parallel_bitmap_words = SIZE_MAX;  // one worker: no oneTBB loop either
   TraceAnalysis a;
   internal::EventBatch batch;
-  batch.events.reserve(internal::EventBatch::kCapacity);
   internal::Back back(a, options, 1);
   internal::Front front(a, options, &batch, [&](internal::EventBatch* b) {
     back.apply(*b);
@@ -127,7 +126,6 @@ Result<TraceAnalysis> pipelined(const AnalyzerOptions& options, std::uint64_t in
   tbb::concurrent_bounded_queue<internal::EventBatch*> full, empty;
   for (int i = 0; i < kBatches; ++i) {
     pool.push_back(std::make_unique<internal::EventBatch>());
-    pool.back()->events.reserve(internal::EventBatch::kCapacity);
     empty.push(pool.back().get());
   }
   const unsigned shards = internal::shard_count(workers * kShardsPerWorker);

@@ -152,7 +152,7 @@ void Back::apply(const EventBatch& batch) {
 }
 
 void Back::apply_serial(const EventBatch& batch) {
-  const std::vector<Event>& ev = batch.events;
+  const EventList& ev = batch.events;
   const std::size_t n = ev.size();
   if (shards_.size() == 1) {
     std::size_t places = 0;
@@ -233,7 +233,7 @@ void Back::apply_parallel(const EventBatch& batch) {
 // One shard's share of a batch that runs in parallel (not EventBatch::in_order): what lies in its
 // windows, in file order; a closing GC end is left to the caller.
 void Back::scan(Shard& s, const EventBatch& batch) {
-  const std::vector<Event>& ev = batch.events;
+  const EventList& ev = batch.events;
   const std::span<const std::uint32_t> route = batch.route(s.index);
   std::size_t n = route.size();
   if (n > 0 && ev[route[n - 1]].kind == Event::kGcEnd) --n;

@@ -94,13 +94,6 @@ void Front::thread_end(std::uint32_t thread) {
   th.end_bytes = clock_;
 }
 
-void Front::add_progress(Thread& th, std::uint32_t epoch, std::uint64_t bytes) {
-  auto& p = th.progress;
-  // A thread's chunks come in epoch order; an earlier epoch (not written by objprof) joins the latest.
-  if (p.empty() || p.back().first < epoch) p.push_back({epoch, p.empty() ? bytes : p.back().second + bytes});
-  else p.back().second += bytes;
-}
-
 void Front::alloc(const trace::AllocEvent& e) {
   ++a_.stats.allocs;
   clock_ = std::max(clock_, e.bytes_clock + e.size);

@@ -8,6 +8,7 @@
 #include "event_batch.h"
 
 #include "objprof/analysis/analyzer.h"
+#include "objprof/config.h"
 
 #include <array>
 #include <functional>
@@ -51,8 +52,9 @@ class Front final : public trace::Visitor {
   void chunk_end(std::uint64_t bytes) override;
 
  private:
-  // Hands the batch over and continues with the one the handoff returns.
-  void next_batch() {
+  // Hands the batch over and continues with the one the handoff returns. Out of line, so that
+  // the emits (one per record) inline into the record's visitor without its frame.
+  OBJPROF_NOINLINE void next_batch() {
     batch_ = handoff_(batch_);
     prepare_batch();
   }
@@ -66,19 +68,18 @@ class Front final : public trace::Visitor {
       const auto index = static_cast<std::uint32_t>(batch_->events.size());
       for (unsigned s = 0; s < shards_; ++s) batch_->route_to(s, index);
     }
-    batch_->events.push_back(Event{kind});
-    return batch_->events.back();
+    return batch_->events.push(kind);
   }
   // An event for one shard.
-  Event& emit_to(Event::Kind kind, unsigned shard) {
+  OBJPROF_ALWAYS_INLINE Event& emit_to(Event::Kind kind, unsigned shard) {
     if (batch_->full()) next_batch();
     if (shards_ > 1) batch_->route_to(shard, static_cast<std::uint32_t>(batch_->events.size()));
-    Event& e = batch_->events.emplace_back(Event{kind});
+    Event& e = batch_->events.push(kind);
     e.shard = static_cast<std::uint8_t>(shard);
     return e;
   }
   // An event about one address, for its shard.
-  Event& emit_at(Event::Kind kind, std::uint64_t addr) {
+  OBJPROF_ALWAYS_INLINE Event& emit_at(Event::Kind kind, std::uint64_t addr) {
     Event& e = emit_to(kind, shards_ > 1 ? shard_cache_(addr, shards_) : 0);
     e.x = addr;
     return e;
@@ -86,7 +87,13 @@ class Front final : public trace::Visitor {
   std::uint32_t site_idx(std::uint32_t id);
   std::uint32_t type_idx(std::uint32_t id);
   std::uint32_t thread_idx(std::uint32_t id);
-  static void add_progress(Thread& th, std::uint32_t epoch, std::uint64_t bytes);
+  // The bytes a thread allocated per epoch. A thread's chunks come in epoch order; an earlier
+  // epoch (not written by objprof) joins the latest. Inline: every allocation adds to it.
+  static void add_progress(Thread& th, std::uint32_t epoch, std::uint64_t bytes) {
+    auto& p = th.progress;
+    if (!p.empty() && p.back().first >= epoch) [[likely]] p.back().second += bytes;
+    else p.push_back({epoch, p.empty() ? bytes : p.back().second + bytes});
+  }
 
   // Inline: context() hashes every allocation's triple for its cache.
   struct TripleHash {

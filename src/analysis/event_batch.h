@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
@@ -95,9 +96,37 @@ struct Event {
 };
 static_assert(sizeof(Event) == 40);
 
+inline constexpr std::size_t kBatchCapacity = 4096;
+
+// A batch's events: room for kBatchCapacity, allocated once. The front appends one per record
+// after testing EventBatch::full (a vector's growth check and its emplace, which GCC keeps out
+// of line, cost the front ~30 instructions an event).
+class EventList {
+ public:
+  EventList() : slots_(std::make_unique<Event[]>(kBatchCapacity)) {}
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  const Event& operator[](std::size_t i) const noexcept { return slots_[i]; }
+  const Event& back() const noexcept { return slots_[size_ - 1]; }
+  Event& back() noexcept { return slots_[size_ - 1]; }
+  const Event* begin() const noexcept { return slots_.get(); }
+  const Event* end() const noexcept { return slots_.get() + size_; }
+  // The caller has checked that the batch is not full.
+  Event& push(Event::Kind kind) noexcept {
+    Event& e = slots_[size_++];
+    e = Event{kind};
+    return e;
+  }
+  void clear() noexcept { size_ = 0; }
+
+ private:
+  std::unique_ptr<Event[]> slots_;
+  std::size_t size_ = 0;
+};
+
 struct EventBatch {
-  static constexpr std::size_t kCapacity = 4096;
-  std::vector<Event> events;
+  static constexpr std::size_t kCapacity = kBatchCapacity;
+  EventList events;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> words;  // bitmap words of kBits events
   // With more than one shard (set_shards): per shard, the indexes of its events and of those
   // every shard must see (GC brackets, range moves, free ranges), in order. Flat, a full
