@@ -106,12 +106,18 @@ class Front final : public trace::Visitor {
   struct CacheEntry {
     std::uint32_t site = 0, type = 0, thread = 0, ctx = kNoIndex;
   };
-  // The context of (site, type, thread): from a direct-mapped cache of recent triples (almost
-  // every allocation repeats one; the lookup is inlined into alloc), else interned.
+  // The context of (site, type, thread): the previous allocation's (a run of allocations at one
+  // site is common, and three compares cost less than the hash), else from a direct-mapped
+  // cache of recent triples (almost every allocation repeats one; the lookup is inlined into
+  // alloc), else interned.
   std::uint32_t context(std::uint32_t site, std::uint32_t type, std::uint32_t thread) {
+    if (last_ctx_.site == site && last_ctx_.type == type && last_ctx_.thread == thread && last_ctx_.ctx != kNoIndex) [[likely]]
+      return last_ctx_.ctx;
     CacheEntry& c = ctx_cache_[TripleHash{}({site, type, thread}) & (kContextCacheSize - 1)];
-    if (c.ctx != kNoIndex && c.site == site && c.type == type && c.thread == thread) [[likely]] return c.ctx;
-    return context_slow(c, site, type, thread);
+    if (!(c.ctx != kNoIndex && c.site == site && c.type == type && c.thread == thread)) [[unlikely]]
+      context_slow(c, site, type, thread);
+    last_ctx_ = c;
+    return c.ctx;
   }
   std::uint32_t context_slow(CacheEntry& c, std::uint32_t site, std::uint32_t type, std::uint32_t thread);
   struct SpaceBase {
@@ -135,6 +141,7 @@ class Front final : public trace::Visitor {
   std::unordered_map<std::array<std::uint32_t, 3>, std::uint32_t, TripleHash> ctx_index_;
   static constexpr std::size_t kContextCacheSize = 4096;  // a power of two
   std::vector<CacheEntry> ctx_cache_ = std::vector<CacheEntry>(kContextCacheSize);
+  CacheEntry last_ctx_;
   std::uint64_t input_bytes_ = 0, processed_ = 0, next_progress_ = 0;
 };
 
