@@ -95,7 +95,7 @@ class Front final : public trace::Visitor {
     else p.push_back({epoch, p.empty() ? bytes : p.back().second + bytes});
   }
 
-  // Inline: context() hashes every allocation's triple for its cache.
+  // Inline: context() hashes the triple of every allocation whose context is not the previous one.
   struct TripleHash {
     std::size_t operator()(const std::array<std::uint32_t, 3>& k) const noexcept {
       const std::uint64_t h = (std::uint64_t{k[0]} * 0x9E37'79B9'7F4A'7C15ull) ^ (std::uint64_t{k[1]} * 0xC2B2'AE3D'27D4'EB4Full) ^
