@@ -2,12 +2,15 @@
 // half (analyzer_front.h: decode, definitions, new objects) and the back half
 // (analyzer_back.h: address map, GCs, access bits) over EventBatches. With one worker
 // everything runs on the calling thread; with more, the reader and the front run on a thread
-// of their own, a few batches ahead of the back, whose shards run on the workers.
+// of their own, a few batches ahead of the back, whose shards run on the workers; from three
+// workers, the reader runs on a thread of its own too, a few record batches ahead of the front
+// (record_relay.h).
 #include "objprof/analysis/analyzer.h"
 
 #include "analyzer_back.h"
 #include "analyzer_front.h"
 #include "crew.h"
+#include "record_relay.h"
 
 #include "objprof/profiler.h"
 
@@ -53,7 +56,7 @@ void busiest_epochs(TraceAnalysis& a) {
 
 // Completes the analysis once both halves are done.
 Result<TraceAnalysis> conclude(TraceAnalysis& a, internal::Front& front, internal::Back& back, const trace::ReadSummary& summary,
-                               std::size_t batches) {
+                               std::size_t batches, std::uint64_t relay_bytes = 0) {
   if (front.too_many_objects())
     return make_error(ErrorCode::kUnsupported, fmt::format("the trace has more than {} objects, the analyzer's limit", kNoIndex - 1));
   if (back.finish()) a.warnings.push_back(fmt::format("the trace stops inside the GC of epoch {}", back.epoch() - 1));
@@ -75,7 +78,7 @@ Result<TraceAnalysis> conclude(TraceAnalysis& a, internal::Front& front, interna
   if (a.stats.unknown_frees || a.stats.unknown_moves)
     a.warnings.push_back(fmt::format("{} frees and {} moves named no live object", a.stats.unknown_frees, a.stats.unknown_moves));
   // The object store only grows, so its final size is its peak.
-  a.peak_memory_bytes = a.objects.memory_bytes() + back.peak_bytes() +
+  a.peak_memory_bytes = a.objects.memory_bytes() + back.peak_bytes() + relay_bytes +
                         batches * (internal::EventBatch::kCapacity * sizeof(internal::Event) + front.route_bytes_per_batch());
   return std::move(a);
 }
@@ -111,25 +114,50 @@ Result<TraceAnalysis> inline_analysis(const AnalyzerOptions& given, std::uint64_
 // descheduled thread holds up one small task at most).
 constexpr unsigned kShardsPerWorker = 4;
 
-// The reader and the front on a thread of their own, the back on the calling one; with more
-// than two workers, workers - 2 helpers besides. Batches circulate through two queues (full
-// ones to the back, empty ones back to the front), so memory stays at a few batches whatever
-// the trace size. The back's shard tasks are taken by the calling thread, the helpers and
-// the reader whenever it would otherwise wait for an empty batch: the work of N workers runs
-// on N threads.
+// Takes the next item of `q`, doing the crew's tasks meanwhile; whoever pushes to `q` pokes
+// the crew afterwards, so that a thread waiting here wakes.
+template <class T>
+T* take_helping(tbb::concurrent_bounded_queue<T*>& q, internal::Crew& crew) {
+  T* item = nullptr;
+  while (crew.help()) {
+  }
+  for (;;) {
+    const std::uint32_t seen = crew.signal();
+    if (q.try_pop(item)) return item;
+    if (!crew.help()) crew.wait(seen);
+  }
+}
+
+// From this many workers, the reader and the front run on two threads (record_relay.h).
+constexpr unsigned kRelayWorkers = 3;
+
+// The reader and the front on a thread of their own (from kRelayWorkers workers, on two), the
+// back on the calling one; the other workers are the crew's helpers. Batches circulate
+// through pairs of queues (full ones onward, empty ones back), so memory stays at a few
+// batches whatever the trace size. The back's shard tasks are taken by the calling thread,
+// the helpers, and the reader and the front whenever they would otherwise wait for an empty
+// batch: the work of N workers runs on N threads.
 template <class Read>
 Result<TraceAnalysis> pipelined(const AnalyzerOptions& options, std::uint64_t input_bytes, Read read) {
   const unsigned workers = workers_for(options);
   if (workers == 1) return inline_analysis(options, input_bytes, read);
-  constexpr int kBatches = 8;
+  const bool relay = workers >= kRelayWorkers;
+  constexpr int kBatches = 8, kRecordBatches = 4;
   std::vector<std::unique_ptr<internal::EventBatch>> pool;
   tbb::concurrent_bounded_queue<internal::EventBatch*> full, empty;
   for (int i = 0; i < kBatches; ++i) {
     pool.push_back(std::make_unique<internal::EventBatch>());
     empty.push(pool.back().get());
   }
+  std::vector<std::unique_ptr<internal::RecordBatch>> record_pool;
+  tbb::concurrent_bounded_queue<internal::RecordBatch*> recorded, replayed;
+  if (relay)
+    for (int i = 0; i < kRecordBatches; ++i) {
+      record_pool.push_back(std::make_unique<internal::RecordBatch>());
+      replayed.push(record_pool.back().get());
+    }
   const unsigned shards = internal::shard_count(workers * kShardsPerWorker);
-  internal::Crew crew(workers - 2);
+  internal::Crew crew(workers - (relay ? 3 : 2));
   TraceAnalysis a;
   internal::EventBatch* first = nullptr;
   empty.pop(first);
@@ -137,21 +165,41 @@ Result<TraceAnalysis> pipelined(const AnalyzerOptions& options, std::uint64_t in
       a, options, first,
       [&](internal::EventBatch* b) {
         full.push(b);
-        internal::EventBatch* next = nullptr;
-        while (crew.help()) {
-        }
-        for (;;) {
-          const std::uint32_t seen = crew.signal();
-          if (empty.try_pop(next)) return next;
-          if (!crew.help()) crew.wait(seen);
-        }
+        return take_helping(empty, crew);
       },
       shards);
   front.set_input_bytes(input_bytes);
   internal::Back back(a, options, shards, &crew);
   std::optional<Result<trace::ReadSummary>> summary;
+  std::uint64_t relay_bytes = 0;
+  const auto read_relayed = [&] {
+    internal::RecordBatch* first_records = nullptr;
+    replayed.pop(first_records);
+    internal::Recorder recorder(first_records, [&](internal::RecordBatch* b) {
+      recorded.push(b);
+      crew.poke();
+      return take_helping(replayed, crew);
+    });
+    std::thread decoder([&] {
+      summary.emplace(read(recorder));
+      recorder.finish();
+      recorded.push(nullptr);  // end of the records
+      crew.poke();
+    });
+    std::uint64_t peak = 0;
+    while (internal::RecordBatch* b = take_helping(recorded, crew)) {
+      peak = std::max(peak, b->memory_bytes());
+      internal::replay(*b, front);
+      b->clear();
+      replayed.push(b);
+      crew.poke();
+    }
+    decoder.join();
+    relay_bytes = peak * kRecordBatches;
+  };
   std::thread reader([&] {
-    summary.emplace(read(front));
+    if (relay) read_relayed();
+    else summary.emplace(read(front));
     front.finish();
     full.push(nullptr);  // end of stream
   });
@@ -166,7 +214,7 @@ Result<TraceAnalysis> pipelined(const AnalyzerOptions& options, std::uint64_t in
   }
   reader.join();
   if (!summary->ok()) return summary->error();
-  return conclude(a, front, back, **summary, kBatches);
+  return conclude(a, front, back, **summary, kBatches, relay_bytes);
 }
 
 }  // namespace
