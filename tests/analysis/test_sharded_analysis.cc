@@ -6,6 +6,7 @@
 // a few objects), allocations and online leak reports inside GCs,
 // bitmap dumps written as several records, frees and moves outside any GC, truncated traces —
 // with 1 to 7 workers, and compare every object's chain and every counter.
+#include "same_analysis.h"
 #include "trace_builder.h"
 
 #include "../../src/analysis/crew.h"
@@ -24,6 +25,7 @@ namespace test_sharded_analysis {
 
 using namespace objprof;
 using namespace objprof::analysis;
+using objprof::test::require_same;
 using objprof::test::TraceBuilder;
 
 namespace {
@@ -134,62 +136,6 @@ TraceAnalysis run(const std::vector<std::byte>& data, unsigned workers) {
   auto r = analyze(data, o);
   if (!r.ok()) FAIL(r.error().message);
   return std::move(*r);
-}
-
-void require_same(const TraceAnalysis& x, const TraceAnalysis& y) {
-  REQUIRE(x.objects.size() == y.objects.size());
-  for (ObjectId o = 0; o < x.objects.size(); ++o) {
-    INFO("object " << o);
-    const Chain a = x.objects.chain(o), b = y.objects.chain(o);
-    REQUIRE(a.context == b.context);
-    REQUIRE(a.size == b.size);
-    REQUIRE(a.birth_epoch == b.birth_epoch);
-    REQUIRE(a.birth_bytes == b.birth_bytes);
-    REQUIRE(a.placements == b.placements);
-    REQUIRE(a.death_epoch == b.death_epoch);
-    REQUIRE(static_cast<int>(a.flags) == static_cast<int>(b.flags));
-    REQUIRE(a.accessed == b.accessed);
-    REQUIRE(x.objects.footprint_of(o) == y.objects.footprint_of(o));
-  }
-  REQUIRE(x.gcs.size() == y.gcs.size());
-  for (std::size_t e = 0; e < x.gcs.size(); ++e) {
-    INFO("gc " << e);
-    const GcRecord &a = x.gcs[e], &b = y.gcs[e];
-    CHECK(a.epoch == b.epoch);
-    CHECK(a.kind == b.kind);
-    CHECK(a.bytes_begin == b.bytes_begin);
-    CHECK(a.bytes_end == b.bytes_end);
-    CHECK(a.ended == b.ended);
-    CHECK(a.marked_bits == b.marked_bits);
-    CHECK(a.freed_objects == b.freed_objects);
-    CHECK(a.freed_bytes == b.freed_bytes);
-    CHECK(a.moved_objects == b.moved_objects);
-    CHECK(a.live_objects_after == b.live_objects_after);
-    CHECK(a.live_bytes_after == b.live_bytes_after);
-  }
-  const AnalysisStats &s = x.stats, &t = y.stats;
-  CHECK(s.allocs == t.allocs);
-  CHECK(s.moves == t.moves);
-  CHECK(s.move_ranges == t.move_ranges);
-  CHECK(s.frees == t.frees);
-  CHECK(s.marked_bits == t.marked_bits);
-  CHECK(s.resolved_bits == t.resolved_bits);
-  CHECK(s.unresolved_bits == t.unresolved_bits);
-  CHECK(s.unknown_frees == t.unknown_frees);
-  CHECK(s.unknown_moves == t.unknown_moves);
-  CHECK(s.unknown_resizes == t.unknown_resizes);
-  CHECK(s.inferred_deaths == t.inferred_deaths);
-  CHECK(s.allocs_during_gc == t.allocs_during_gc);
-  CHECK(s.stale_records == t.stale_records);
-  CHECK(s.peak_live_objects == t.peak_live_objects);
-  CHECK(x.live_objects == y.live_objects);
-  CHECK(x.live_bytes == y.live_bytes);
-  CHECK(x.total_bytes == y.total_bytes);
-  CHECK(x.end_epoch == y.end_epoch);
-  CHECK(x.complete == y.complete);
-  CHECK(x.truncated == y.truncated);
-  CHECK(x.warnings == y.warnings);
-  CHECK(x.contexts.size() == y.contexts.size());
 }
 
 }  // namespace
