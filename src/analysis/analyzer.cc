@@ -79,7 +79,7 @@ Result<TraceAnalysis> conclude(TraceAnalysis& a, internal::Front& front, interna
     a.warnings.push_back(fmt::format("{} frees and {} moves named no live object", a.stats.unknown_frees, a.stats.unknown_moves));
   // The object store only grows, so its final size is its peak.
   a.peak_memory_bytes = a.objects.memory_bytes() + back.peak_bytes() + relay_bytes +
-                        batches * (internal::EventBatch::kCapacity * sizeof(internal::Event) + front.route_bytes_per_batch());
+                        batches * (internal::EventList::capacity_bytes() + front.route_bytes_per_batch());
   return std::move(a);
 }
 

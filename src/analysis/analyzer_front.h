@@ -68,13 +68,13 @@ class Front final : public trace::Visitor {
       const auto index = static_cast<std::uint32_t>(batch_->events.size());
       for (unsigned s = 0; s < shards_; ++s) batch_->route_to(s, index);
     }
-    return batch_->events.push(kind);
+    return batch_->events.append() = Event{kind};
   }
   // An event for one shard.
   OBJPROF_ALWAYS_INLINE Event& emit_to(Event::Kind kind, unsigned shard) {
     if (batch_->full()) next_batch();
     if (shards_ > 1) batch_->route_to(shard, static_cast<std::uint32_t>(batch_->events.size()));
-    Event& e = batch_->events.push(kind);
+    Event& e = batch_->events.append() = Event{kind};
     e.shard = static_cast<std::uint8_t>(shard);
     return e;
   }

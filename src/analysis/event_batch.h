@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "fixed_list.h"
+
 namespace objprof::analysis::internal {
 
 // The back's shards each own the address map of some 64 KiB windows of the heap, so that
@@ -98,31 +100,8 @@ static_assert(sizeof(Event) == 40);
 
 inline constexpr std::size_t kBatchCapacity = 4096;
 
-// A batch's events: room for kBatchCapacity, allocated once. The front appends one per record
-// after testing EventBatch::full (a vector's growth check and its emplace, which GCC keeps out
-// of line, cost the front ~30 instructions an event).
-class EventList {
- public:
-  EventList() : slots_(std::make_unique<Event[]>(kBatchCapacity)) {}
-  std::size_t size() const noexcept { return size_; }
-  bool empty() const noexcept { return size_ == 0; }
-  const Event& operator[](std::size_t i) const noexcept { return slots_[i]; }
-  const Event& back() const noexcept { return slots_[size_ - 1]; }
-  Event& back() noexcept { return slots_[size_ - 1]; }
-  const Event* begin() const noexcept { return slots_.get(); }
-  const Event* end() const noexcept { return slots_.get() + size_; }
-  // The caller has checked that the batch is not full.
-  Event& push(Event::Kind kind) noexcept {
-    Event& e = slots_[size_++];
-    e = Event{kind};
-    return e;
-  }
-  void clear() noexcept { size_ = 0; }
-
- private:
-  std::unique_ptr<Event[]> slots_;
-  std::size_t size_ = 0;
-};
+// A batch's events. The front appends one per record after testing EventBatch::full.
+using EventList = FixedList<Event, kBatchCapacity>;
 
 struct EventBatch {
   static constexpr std::size_t kCapacity = kBatchCapacity;
@@ -149,7 +128,7 @@ struct EventBatch {
   bool has_bits = false;
   std::uint32_t bits_epoch = 0;
   std::vector<std::uint32_t> gc_begins;  // indexes of its kGcBegin events
-  bool full() const noexcept { return events.size() >= kCapacity; }
+  bool full() const noexcept { return events.full(); }
   void clear() noexcept {
     events.clear();
     words.clear();

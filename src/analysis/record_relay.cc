@@ -5,7 +5,7 @@ namespace objprof::analysis::internal {
 using Record = RecordBatch::Record;
 
 void RecordBatch::clear() noexcept {
-  count = 0;
+  records.clear();
   headers.clear();
   types.clear();
   sites.clear();
@@ -16,7 +16,7 @@ void RecordBatch::clear() noexcept {
 
 std::uint64_t RecordBatch::memory_bytes() const noexcept {
   // The side vectors' strings are few and small; their elements are counted, not their text.
-  return kRecords * sizeof(Record) + words.capacity() * sizeof(words[0]) + headers.capacity() * sizeof(trace::Header) +
+  return records.capacity_bytes() + words.capacity() * sizeof(words[0]) + headers.capacity() * sizeof(trace::Header) +
          types.capacity() * sizeof(trace::TypeDef) + sites.capacity() * sizeof(trace::SiteDef) +
          threads.capacity() * sizeof(trace::ThreadDef) + paths.capacity() * sizeof(trace::PathEvent);
 }
@@ -128,8 +128,7 @@ void Recorder::end(std::uint64_t epoch, std::uint64_t bytes_allocated) {
 void Recorder::chunk_end(std::uint64_t bytes) { add(Record::kChunkEnd).w = bytes; }
 
 void replay(const RecordBatch& batch, trace::Visitor& v) {
-  for (std::size_t i = 0; i < batch.count; ++i) {
-    const Record& r = batch.records[i];
+  for (const Record& r : batch.records) {
     switch (r.kind) {
       case Record::kHeader: v.header(batch.headers[r.a]); break;
       case Record::kTypeDef: v.type_def(batch.types[r.a]); break;

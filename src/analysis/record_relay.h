@@ -9,6 +9,7 @@
 // records before the failure, and so does the replay of what was recorded.
 #pragma once
 
+#include "fixed_list.h"
 #include "objprof/config.h"
 #include "objprof/trace_reader.h"
 
@@ -39,10 +40,7 @@ struct RecordBatch {
     // allocated. kChunkEnd: the chunk's bytes.
     std::uint64_t w = 0, x = 0, y = 0, z = 0;
   };
-  // Room for kRecords, allocated once (a vector's emplace, kept out of line, cost ~30
-  // instructions a record).
-  std::unique_ptr<Record[]> records = std::make_unique<Record[]>(kRecords);
-  std::size_t count = 0;
+  FixedList<Record, kRecords> records;
   // The records that hold strings or lists (few: definitions, the header, paths).
   std::vector<trace::Header> headers;
   std::vector<trace::TypeDef> types;
@@ -51,8 +49,8 @@ struct RecordBatch {
   std::vector<trace::PathEvent> paths;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> words;  // kBits' bitmap words
 
-  bool full() const noexcept { return count >= kRecords; }
-  bool empty() const noexcept { return count == 0; }
+  bool full() const noexcept { return records.full(); }
+  bool empty() const noexcept { return records.empty(); }
   void clear() noexcept;
   // What it holds now, capacity included (the analyzer's peak memory counts it).
   std::uint64_t memory_bytes() const noexcept;
@@ -87,7 +85,7 @@ class Recorder final : public trace::Visitor {
  private:
   OBJPROF_ALWAYS_INLINE RecordBatch::Record& add(RecordBatch::Record::Kind kind) {
     if (batch_->full()) [[unlikely]] next_batch();
-    RecordBatch::Record& r = batch_->records[batch_->count++];
+    RecordBatch::Record& r = batch_->records.append();
     r.kind = kind;
     return r;
   }
