@@ -30,7 +30,7 @@ class Front final : public trace::Visitor {
   bool too_many_objects() const noexcept { return too_many_objects_; }
   std::uint64_t clock() const noexcept { return clock_; }
   // What a batch's routes take (EventBatch::set_shards).
-  std::size_t route_bytes_per_batch() const noexcept { return shards_ > 1 ? shards_ * EventBatch::kCapacity * sizeof(std::uint32_t) : 0; }
+  std::size_t route_bytes_per_batch() const noexcept { return EventBatch::route_bytes(shards_); }
 
   void header(const trace::Header& h) override;
   void type_def(const trace::TypeDef& t) override;
