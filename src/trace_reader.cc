@@ -138,7 +138,7 @@ class Decoder {
   bool saw_header() const { return header_seen_; }
 
  private:
-  void record(Cursor& c, const Context& ctx) {
+  OBJPROF_ALWAYS_INLINE void record(Cursor& c, const Context& ctx) {
     const std::size_t at = c.offset();
     const std::uint8_t tag = c.u8("record tag");
     if (tag == 0 || tag > kMaxTag) throw DecodeError{fmt::format("unknown record tag {} at payload offset {}", tag, at)};
@@ -390,7 +390,7 @@ class Decoder {
     throw DecodeError{fmt::format("packed {} record in a version {} trace", record, version_)};
   }
 
-  void alloc(AllocEvent& a, const Context& ctx) {
+  OBJPROF_ALWAYS_INLINE void alloc(AllocEvent& a, const Context& ctx) {
     if (!ctx.is_thread()) throw DecodeError{fmt::format("alloc record in non-thread stream {}", ctx.stream)};
     a.thread = ctx.thread();
     a.epoch = ctx.epoch;
@@ -405,7 +405,7 @@ class Decoder {
     v_.alloc(a);
   }
 
-  void move(std::uint64_t from, std::uint64_t to, const Context& ctx) {
+  OBJPROF_ALWAYS_INLINE void move(std::uint64_t from, std::uint64_t to, const Context& ctx) {
     MoveEvent m;
     m.from = from;
     m.to = to;
