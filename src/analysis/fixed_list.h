@@ -11,8 +11,6 @@ namespace objprof::analysis::internal {
 template <class T, std::size_t N>
 class FixedList {
  public:
-  static constexpr std::size_t kCapacity = N;
-
   FixedList() : slots_(std::make_unique<T[]>(N)) {}
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
