@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -118,8 +119,11 @@ class Cursor {
 
 class Decoder {
  public:
-  explicit Decoder(Visitor& v) : v_(v) {}
-  void set_version(std::uint32_t version) { version_ = version; }
+  explicit Decoder(Visitor& v) : v_(v) { allow_tags(); }
+  void set_version(std::uint32_t version) {
+    version_ = version;
+    allow_tags();
+  }
 
   void chunk(const std::uint8_t* payload, std::size_t n, std::uint32_t stream, std::uint64_t epoch, ReadSummary& sum) {
     if (epoch < epoch_) throw DecodeError{fmt::format("chunk epoch {} goes back before epoch {}", epoch, epoch_)};
@@ -139,14 +143,10 @@ class Decoder {
 
  private:
   OBJPROF_ALWAYS_INLINE void record(Cursor& c, const Context& ctx) {
-    const std::size_t at = c.offset();
     const std::uint8_t tag = c.u8("record tag");
-    if (tag == 0 || tag > kMaxTag) throw DecodeError{fmt::format("unknown record tag {} at payload offset {}", tag, at)};
-    if (!header_seen_ && static_cast<Tag>(tag) != Tag::kHeader)
-      throw DecodeError{fmt::format("record tag {} before the header record", tag)};
+    if (!allowed_[tag]) [[unlikely]] refuse(tag, c.offset() - 1);
     switch (static_cast<Tag>(tag)) {
       case Tag::kHeader: {
-        if (header_seen_) throw DecodeError{"second header record"};
         Header h;
         h.granule_bytes = c.u32("header granule");
         if (h.granule_bytes == 0 || (h.granule_bytes & (h.granule_bytes - 1)))
@@ -172,6 +172,7 @@ class Decoder {
             throw DecodeError{fmt::format("space {} [{:#x}, {:#x}) overlaps space {} [{:#x}, {:#x})", ranges_[i].id, ranges_[i].begin,
                                           ranges_[i].end, ranges_[i - 1].id, ranges_[i - 1].begin, ranges_[i - 1].end)};
         header_seen_ = true;
+        allow_tags();
         v_.header(h);
         break;
       }
@@ -217,7 +218,6 @@ class Decoder {
       case Tag::kAllocPacked:
       case Tag::kAllocResized: {
         const bool resized = static_cast<Tag>(tag) == Tag::kAllocResized;
-        packed_since_v5(resized ? "alloc-resized" : "alloc");
         AllocEvent a;
         a.site = c.uvar32("alloc site");
         a.type = c.uvar32("alloc type");
@@ -234,7 +234,6 @@ class Decoder {
         break;
       }
       case Tag::kMovePacked: {
-        packed_since_v5("move");
         const std::uint64_t from = c.addr(prev_addr_, "move from");
         move(from, c.addr(prev_to_, "move to"), ctx);
         break;
@@ -253,24 +252,20 @@ class Decoder {
         break;
       }
       case Tag::kResize: {
-        if (version_ < 2) throw DecodeError{fmt::format("resize record in a version {} trace", version_)};
         const std::uint64_t addr = c.u64("resize address");
         resize(addr, c.u64("resize bytes"), ctx);
         break;
       }
       case Tag::kResizePacked: {
-        packed_since_v5("resize");
         const std::uint64_t addr = c.addr(prev_addr_, "resize address");
         resize(addr, c.uvar("resize bytes"), ctx);
         break;
       }
       case Tag::kFree: free(c.u64("free address"), ctx); break;
       case Tag::kFreePacked:
-        packed_since_v5("free");
         free(c.addr(prev_addr_, "free address"), ctx);
         break;
       case Tag::kFreeRange: {
-        if (version_ < 4) throw DecodeError{fmt::format("free-range record in a version {} trace", version_)};
         FreeEvent f;
         f.addr = c.u64("free-range address");
         f.bytes = c.u64("free-range bytes");
@@ -338,7 +333,6 @@ class Decoder {
         break;
       }
       case Tag::kBitmapPacked: {
-        if (version_ < 6) throw DecodeError{fmt::format("packed bitmap record in a version {} trace", version_)};
         const std::uint32_t space = c.uvar32("bitmap space");
         const std::uint64_t count = c.uvar("bitmap entry count");
         // Every entry takes at least 9 bytes: a count beyond what is left is refused before
@@ -383,11 +377,49 @@ class Decoder {
     }
   }
 
-  OBJPROF_ALWAYS_INLINE void packed_since_v5(const char* record) const {
-    if (version_ < 5) [[unlikely]] too_old(record);
+  // The version that introduced a record (0: every version has it) and its name in errors.
+  static std::uint32_t since_version(Tag t) {
+    switch (t) {
+      case Tag::kResize: return 2;
+      case Tag::kPath: return 3;
+      case Tag::kFreeRange: return 4;
+      case Tag::kAllocPacked:
+      case Tag::kAllocResized:
+      case Tag::kMovePacked:
+      case Tag::kFreePacked:
+      case Tag::kResizePacked: return 5;
+      case Tag::kBitmapPacked: return 6;
+      default: return 0;
+    }
   }
-  [[noreturn]] OBJPROF_NOINLINE void too_old(const char* record) const {
-    throw DecodeError{fmt::format("packed {} record in a version {} trace", record, version_)};
+  static const char* versioned_name(Tag t) {
+    switch (t) {
+      case Tag::kResize: return "resize";
+      case Tag::kPath: return "path";
+      case Tag::kFreeRange: return "free-range";
+      case Tag::kAllocPacked: return "packed alloc";
+      case Tag::kAllocResized: return "packed alloc-resized";
+      case Tag::kMovePacked: return "packed move";
+      case Tag::kFreePacked: return "packed free";
+      case Tag::kResizePacked: return "packed resize";
+      case Tag::kBitmapPacked: return "packed bitmap";
+      default: return "";
+    }
+  }
+  // Which tags may come next: known ones the file's version has, the header first and once.
+  // One lookup per record instead of a test for each rule; refuse() names the rule broken.
+  void allow_tags() {
+    for (unsigned t = 0; t < allowed_.size(); ++t) {
+      const Tag tag = static_cast<Tag>(t);
+      allowed_[t] = t != 0 && t <= kMaxTag && (header_seen_ ? tag != Tag::kHeader : tag == Tag::kHeader) &&
+                    version_ >= since_version(tag);
+    }
+  }
+  [[noreturn]] OBJPROF_NOINLINE void refuse(std::uint8_t tag, std::size_t at) const {
+    if (tag == 0 || tag > kMaxTag) throw DecodeError{fmt::format("unknown record tag {} at payload offset {}", tag, at)};
+    if (!header_seen_) throw DecodeError{fmt::format("record tag {} before the header record", tag)};
+    if (static_cast<Tag>(tag) == Tag::kHeader) throw DecodeError{"second header record"};
+    throw DecodeError{fmt::format("{} record in a version {} trace", versioned_name(static_cast<Tag>(tag)), version_)};
   }
 
   OBJPROF_ALWAYS_INLINE void alloc(AllocEvent& a, const Context& ctx) {
@@ -434,7 +466,6 @@ class Decoder {
   }
 
   void path(Cursor& c) {
-    if (version_ < 3) throw DecodeError{fmt::format("path record in a version {} trace", version_)};
     PathEvent p;
     p.epoch = c.u64("path epoch");
     p.site = c.u32("path site");
@@ -522,6 +553,7 @@ class Decoder {
   std::uint64_t prev_addr_ = 0, prev_to_ = 0;  // the current chunk's packed-address bases
   std::unordered_map<std::uint32_t, std::uint64_t> space_words_;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> words_;
+  std::array<bool, 256> allowed_{};  // by tag (allow_tags)
 };
 
 // Validates one chunk header; returns payload size.

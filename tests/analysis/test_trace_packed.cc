@@ -1,8 +1,8 @@
 // Packed hot records (trace version 5): alloc, move, free and resize as varints with addresses
 // as deltas inside a chunk. Random records of every kind round-trip through chunks small enough
 // that deltas restart often; a nearby small object costs the bytes the format promises; the
-// fixed records of older versions still read, to the same analysis; and malformed packed
-// records are refused with what is wrong.
+// fixed records of older versions still read, to the same analysis; malformed packed records
+// are refused with what is wrong; and every record is refused in versions before its own.
 #include "trace_builder.h"
 #include "../test_env.h"
 
@@ -10,6 +10,7 @@
 #include <objprof/trace_reader.h>
 
 #include <catch2/catch.hpp>
+#include <fmt/core.h>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -442,4 +443,60 @@ TEST_CASE("packed bitmap dumps: read as the sparse form, malformed ones and ones
   std::vector<std::uint8_t> cut_word = packed_bitmap(0, 2, {{0, 1}, {std::uint64_t{1} << 30, 1}});
   cut_word.resize(cut_word.size() - 3);
   CHECK(load_error(gc_with_dump(cut_word, addrs)).find("bitmap word needs 8 bytes") != std::string::npos);
+}
+
+TEST_CASE("record rules: each record refused in versions before its own, the header first and once", "[trace][packed]") {
+  // A record that is refused by its tag alone: its body is never read. One past its version,
+  // the same bytes get past the tag and fail on the body instead.
+  const auto error_with = [](std::uint8_t tag, std::uint32_t version) {
+    TraceBuilder b;
+    b.thread(0, "main");
+    b.raw_thread(0, {tag});
+    b.end();
+    std::vector<std::byte> t = b.take();
+    set_version(t, version);
+    return load_error(t);
+  };
+  const struct {
+    trace::Tag tag;
+    std::uint32_t since;
+    const char* name;
+  } versioned[] = {
+      {trace::Tag::kResize, 2, "resize"},
+      {trace::Tag::kPath, 3, "path"},
+      {trace::Tag::kFreeRange, 4, "free-range"},
+      {trace::Tag::kAllocPacked, 5, "packed alloc"},
+      {trace::Tag::kAllocResized, 5, "packed alloc-resized"},
+      {trace::Tag::kMovePacked, 5, "packed move"},
+      {trace::Tag::kFreePacked, 5, "packed free"},
+      {trace::Tag::kResizePacked, 5, "packed resize"},
+      {trace::Tag::kBitmapPacked, 6, "packed bitmap"},
+  };
+  for (const auto& v : versioned) {
+    INFO(v.name);
+    const auto tag = static_cast<std::uint8_t>(v.tag);
+    for (std::uint32_t version = trace::kMinVersion; version < v.since; ++version)
+      CHECK(error_with(tag, version).find(fmt::format("{} record in a version {} trace", v.name, version)) != std::string::npos);
+    const std::string in_its_version = error_with(tag, v.since);
+    CHECK(in_its_version.find("record in a version") == std::string::npos);
+    CHECK((in_its_version.find("runs past the end of its chunk") != std::string::npos ||
+           in_its_version.find(" needs ") != std::string::npos));
+  }
+
+  TraceBuilder twice;
+  twice.raw_collector({static_cast<std::uint8_t>(trace::Tag::kHeader)});
+  twice.end();
+  CHECK(load_error(twice.take()).find("second header record") != std::string::npos);
+
+  // The header is the first chunk: without it, the thread's definition comes first.
+  TraceBuilder b;
+  b.thread(0, "main");
+  b.end();
+  std::vector<std::byte> t = b.take();
+  std::uint32_t header_payload = 0;
+  std::memcpy(&header_payload, t.data() + trace::kPreambleBytes + 4, 4);
+  const auto header_chunk = t.begin() + trace::kPreambleBytes;
+  t.erase(header_chunk, header_chunk + trace::kChunkHeaderBytes + header_payload);
+  CHECK(load_error(t).find(fmt::format("record tag {} before the header record", static_cast<int>(trace::Tag::kThreadDef))) !=
+        std::string::npos);
 }
