@@ -21,6 +21,7 @@
 #pragma once
 
 #include "event_batch.h"
+#include "objprof/config.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -61,8 +62,8 @@ class AddressMap {
   }
 
   // Sets addr -> id; returns the id it replaced, or kMissing.
-  std::uint32_t put(std::uint64_t addr, std::uint32_t id) {
-    if (2 * (size_ + 1) > capacity_) rehash(capacity_ * 2);
+  OBJPROF_ALWAYS_INLINE std::uint32_t put(std::uint64_t addr, std::uint32_t id) {
+    if (2 * (size_ + 1) > capacity_) [[unlikely]] rehash(capacity_ * 2);
     for (std::size_t i = slot(addr);; i = (i + 1) & mask_) {
       if (keys_[i] == addr) return std::exchange(vals_[i], id);
       if (keys_[i] == 0) {
@@ -149,7 +150,7 @@ class AddressMap {
     return static_cast<std::size_t>((window + (g & ((std::uint64_t{1} << window_bits_) - 1))) & mask_);
   }
 
-  void rehash(std::size_t capacity) {
+  OBJPROF_NOINLINE void rehash(std::size_t capacity) {
     std::unique_ptr<std::uint64_t[]> old_keys = std::move(keys_);
     std::unique_ptr<std::uint32_t[]> old_vals = std::move(vals_);
     const std::size_t old_capacity = old_keys ? capacity_ : 0;

@@ -1,5 +1,7 @@
 #include "analyzer_back.h"
 
+#include "objprof/config.h"
+
 #include "parallel.h"
 
 #include <tbb/enumerable_thread_specific.h>
@@ -41,7 +43,7 @@ std::uint64_t Back::size_of(ObjectId o) const {
   return big_sizes_.at(o);
 }
 
-void Back::kill(Counters& c, ObjectId id, std::uint32_t at, std::size_t gcs_seen) {
+OBJPROF_ALWAYS_INLINE void Back::kill(Counters& c, ObjectId id, std::uint32_t at, std::size_t gcs_seen) {
   a_.objects.set_dead(id, at);
   const std::uint64_t size = size_of(id);
   --c.live_objects;
@@ -63,7 +65,7 @@ void Back::infer_death(Counters& c, ObjectId prev, std::uint32_t at, std::size_t
 
 // The occupant it replaces dies first, so the live count never counts both (and only grows
 // between GCs: its peak is reached where a GC begins to collect or the trace ends).
-void Back::place(Shard& s, Counters& c, ObjectId id, std::uint64_t addr, std::uint64_t size, std::uint32_t infer_at,
+OBJPROF_ALWAYS_INLINE void Back::place(Shard& s, Counters& c, ObjectId id, std::uint64_t addr, std::uint64_t size, std::uint32_t infer_at,
                  std::size_t gcs_seen) {
   if (a_.objects.size_field(id) == ChainStore::kBigSize) {
     const std::lock_guard lock(big_mutex_);
@@ -76,9 +78,9 @@ void Back::place(Shard& s, Counters& c, ObjectId id, std::uint64_t addr, std::ui
 }
 
 // The new object's fields, written by the shard that places it (ChainStore::init).
-void Back::init_object(const Event& e) noexcept { a_.objects.init(e.id, e.ctx, e.y, e.x, e.epoch, e.z, e.flags); }
+OBJPROF_ALWAYS_INLINE void Back::init_object(const Event& e) noexcept { a_.objects.init(e.id, e.ctx, e.y, e.x, e.epoch, e.z, e.flags); }
 
-void Back::mark(Shard& s, ObjectId id, std::uint32_t epoch, bool defer) {
+OBJPROF_ALWAYS_INLINE void Back::mark(Shard& s, ObjectId id, std::uint32_t epoch, bool defer) {
   if (a_.objects.try_extend_access(id, epoch)) return;
   if (defer) s.gaps.emplace_back(id, epoch);
   else a_.objects.start_run(id, epoch);
