@@ -1,7 +1,6 @@
 #include "analyzer_back.h"
 
 #include "objprof/config.h"
-
 #include "parallel.h"
 
 #include <tbb/enumerable_thread_specific.h>
@@ -43,6 +42,8 @@ std::uint64_t Back::size_of(ObjectId o) const {
   return big_sizes_.at(o);
 }
 
+// kill, place, init_object and mark run once per event or marked bit: inlined where the back
+// applies events (a call's frame cost ~15 instructions, 6.5 M calls on a 1.5M-object trace).
 OBJPROF_ALWAYS_INLINE void Back::kill(Counters& c, ObjectId id, std::uint32_t at, std::size_t gcs_seen) {
   a_.objects.set_dead(id, at);
   const std::uint64_t size = size_of(id);
