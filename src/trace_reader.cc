@@ -377,33 +377,24 @@ class Decoder {
     }
   }
 
-  // The version that introduced a record (0: every version has it) and its name in errors.
-  static std::uint32_t since_version(Tag t) {
+  // The version that introduced a record (0: every version has it) and its name in the error
+  // that refuses it in older ones.
+  struct Introduced {
+    std::uint32_t version;
+    const char* name;
+  };
+  static Introduced introduced(Tag t) {
     switch (t) {
-      case Tag::kResize: return 2;
-      case Tag::kPath: return 3;
-      case Tag::kFreeRange: return 4;
-      case Tag::kAllocPacked:
-      case Tag::kAllocResized:
-      case Tag::kMovePacked:
-      case Tag::kFreePacked:
-      case Tag::kResizePacked: return 5;
-      case Tag::kBitmapPacked: return 6;
-      default: return 0;
-    }
-  }
-  static const char* versioned_name(Tag t) {
-    switch (t) {
-      case Tag::kResize: return "resize";
-      case Tag::kPath: return "path";
-      case Tag::kFreeRange: return "free-range";
-      case Tag::kAllocPacked: return "packed alloc";
-      case Tag::kAllocResized: return "packed alloc-resized";
-      case Tag::kMovePacked: return "packed move";
-      case Tag::kFreePacked: return "packed free";
-      case Tag::kResizePacked: return "packed resize";
-      case Tag::kBitmapPacked: return "packed bitmap";
-      default: return "";
+      case Tag::kResize: return {2, "resize"};
+      case Tag::kPath: return {3, "path"};
+      case Tag::kFreeRange: return {4, "free-range"};
+      case Tag::kAllocPacked: return {5, "packed alloc"};
+      case Tag::kAllocResized: return {5, "packed alloc-resized"};
+      case Tag::kMovePacked: return {5, "packed move"};
+      case Tag::kFreePacked: return {5, "packed free"};
+      case Tag::kResizePacked: return {5, "packed resize"};
+      case Tag::kBitmapPacked: return {6, "packed bitmap"};
+      default: return {0, ""};
     }
   }
   // Which tags may come next: known ones the file's version has, the header first and once.
@@ -412,14 +403,14 @@ class Decoder {
     for (unsigned t = 0; t < allowed_.size(); ++t) {
       const Tag tag = static_cast<Tag>(t);
       allowed_[t] = t != 0 && t <= kMaxTag && (header_seen_ ? tag != Tag::kHeader : tag == Tag::kHeader) &&
-                    version_ >= since_version(tag);
+                    version_ >= introduced(tag).version;
     }
   }
   [[noreturn]] OBJPROF_NOINLINE void refuse(std::uint8_t tag, std::size_t at) const {
     if (tag == 0 || tag > kMaxTag) throw DecodeError{fmt::format("unknown record tag {} at payload offset {}", tag, at)};
     if (!header_seen_) throw DecodeError{fmt::format("record tag {} before the header record", tag)};
     if (static_cast<Tag>(tag) == Tag::kHeader) throw DecodeError{"second header record"};
-    throw DecodeError{fmt::format("{} record in a version {} trace", versioned_name(static_cast<Tag>(tag)), version_)};
+    throw DecodeError{fmt::format("{} record in a version {} trace", introduced(static_cast<Tag>(tag)).name, version_)};
   }
 
   OBJPROF_ALWAYS_INLINE void alloc(AllocEvent& a, const Context& ctx) {
