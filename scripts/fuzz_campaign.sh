@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # A longer fuzzing campaign with the fuzz preset's targets (docs/fuzzing.md):
 #   scripts/fuzz_campaign.sh TARGET... [SECONDS]
-# TARGET is ir_text, jvm_import, trace, trace_resealed or trace_workers (or "all"); SECONDS per target,
-# default 600. Each target starts from a scratch copy of its seed corpus (tests/fuzz/corpus/
-# TARGET, or the one it shares as tests/fuzz/CMakeLists.txt says; never modified), runs one job on one worker for SECONDS with -timeout=10 so hangs are
-# reported, and prints libFuzzer's final statistics. Crashes, hangs and sanitizer reports are
+# TARGET is ir_text, jvm_import, trace, trace_resealed or trace_workers (or "all"); SECONDS per
+# target, default 600. Each target starts from a scratch copy of its seed corpus (tests/fuzz/
+# corpus/TARGET, never modified), runs one job on one worker for SECONDS with -timeout=10 so
+# hangs are reported, and prints libFuzzer's final statistics. Crashes, hangs and sanitizer reports are
 # written to $OBJPROF_FUZZ_OUT/TARGET/ (default build/fuzz/campaign/TARGET/); the grown corpus
 # stays in build/fuzz/campaign/TARGET/corpus. Exits non-zero if any target found a fault.
 set -euo pipefail
@@ -38,7 +38,6 @@ failed=0
 for t in "${targets[@]}"; do
   bin="$build/bin/fuzz_$t"
   seeds="tests/fuzz/corpus/$t"
-  [[ "$t" == trace_workers ]] && seeds=tests/fuzz/corpus/trace_resealed  # shared seeds
   [[ -x "$bin" && -d "$seeds" ]] || { echo "unknown fuzz target '$t'" >&2; exit 2; }
   work="$build/campaign/$t"
   out="$out_root/$t"
