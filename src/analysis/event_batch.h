@@ -111,12 +111,12 @@ struct EventBatch {
   // batch's room per shard, so that routing an event is one store and one count (vectors'
   // growth checks cost the front ~25 instructions an event).
   std::vector<std::uint32_t> route_slots, route_sizes;
-  // What the routes of a batch split over `shards` take (counted in the analyzer's peak memory).
-  static constexpr std::size_t route_bytes(unsigned shards) noexcept {
-    return shards > 1 ? shards * kCapacity * sizeof(std::uint32_t) : 0;
-  }
+  // The route slots of a batch split over `shards`, and what they take (counted in the
+  // analyzer's peak memory).
+  static constexpr std::size_t route_slot_count(unsigned shards) noexcept { return shards > 1 ? shards * kCapacity : 0; }
+  static constexpr std::size_t route_bytes(unsigned shards) noexcept { return route_slot_count(shards) * sizeof(std::uint32_t); }
   void set_shards(unsigned shards) {
-    route_slots.assign(route_bytes(shards) / sizeof(std::uint32_t), 0);
+    route_slots.assign(route_slot_count(shards), 0);
     route_sizes.assign(shards > 1 ? shards : 0, 0);
   }
   std::size_t shards() const noexcept { return route_sizes.size(); }
