@@ -10,6 +10,7 @@ Result<CacheProfile> train_cache_profile(const ir::Module& module, const HeapOpt
   po.default_leak_printer = false;
   po.on_leak = {};
   po.mark_on_alloc = io.allocation_marks;
+  po.mark_on_alloc_mode = io.barrier.mark;
   auto profiler = Profiler::create(std::move(po));
   if (!profiler.ok()) return profiler.error();
   auto heap = Heap::create(heap_options, profiler->get());

@@ -377,6 +377,7 @@ Profiler::Profiler(ProfilerOptions options)
       min_tracked_size_(options_.min_tracked_size),
       check_hooks_(options_.check_hooks),
       mark_on_alloc_(options_.mark_on_alloc),
+      mark_on_alloc_mode_(options_.mark_on_alloc_mode),
       state_(std::make_unique<ProfilerState>()) {
   instance_ = state_->instance;
   if (check_hooks_)
@@ -423,8 +424,8 @@ bool Profiler::in_other_spaces(Address addr, std::uint64_t bytes) const noexcept
   return std::any_of(spaces.begin(), spaces.end(), [&](const HeapSpace& s) { return s.contains(addr, bytes); });
 }
 
-// The barrier's mark, without its cache: an allocating thread's word may hold other threads'
-// marks, so the bit is set with a test-first fetch-or and none is lost. False: in no space.
+// A root's mark (on_root): several collector threads may mark roots in one byte at once, so the
+// bit is set with a test-first fetch-or and none is lost. False: in no space.
 bool Profiler::mark_object(Address addr) noexcept {
   for (const auto& bitmap : state_->bitmaps) {
     if (!bitmap->space().contains(addr)) continue;
@@ -432,6 +433,15 @@ bool Profiler::mark_object(Address addr) noexcept {
     return true;
   }
   return false;
+}
+
+void Profiler::mark_allocated_in_spaces(ThreadState& thread, Address addr) noexcept {
+  for (const auto& bitmap : state_->bitmaps) {
+    if (!bitmap->space().contains(addr)) continue;
+    const BarrierDescriptor& d = bitmap->descriptor();
+    mark_allocated(thread, d.bitmap.load(std::memory_order_relaxed), (addr - d.begin) >> d.log2_granule);
+    return;
+  }
 }
 
 bool Profiler::check_alloc(ThreadState& thread, Address addr, std::uint64_t size) {
@@ -448,6 +458,10 @@ bool Profiler::check_alloc(ThreadState& thread, Address addr, std::uint64_t size
 Result<std::unique_ptr<Profiler>> Profiler::create(ProfilerOptions options) {
   if (options.stale_after_epochs == 0)
     return make_error(ErrorCode::kInvalidArgument, "stale_after_epochs (GC_K) must be at least 1");
+  if (static_cast<unsigned>(options.mark_on_alloc_mode) > static_cast<unsigned>(MarkMode::kRacyTestFirst))
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("mark_on_alloc_mode {} is not a MarkMode",
+                                  static_cast<unsigned>(options.mark_on_alloc_mode)));
   if (options.trace_sink && !options.trace_path.empty())
     return make_error(ErrorCode::kInvalidArgument, "give either a trace sink or a trace path, not both");
   std::unique_ptr<ChunkSink> sink = std::move(options.trace_sink);

@@ -168,6 +168,15 @@ struct ProfilerOptions {
   // (ir::ElimOptions::allocation_marks, `objprof elim --assume=allocation-marks`): a JIT that
   // compiled with that assumption needs this on, or the object's first epoch loses its mark.
   bool mark_on_alloc = false;
+  // How on_alloc marks: as the runtime's barriers do, so that an allocation's mark is exactly as
+  // safe as its first barrier's would have been, at that barrier's price. The default loses no
+  // mark but pays a locked instruction per allocation (a new object's bit is always clear):
+  // ~6 ns, 4 % of a JIT run of listleak (docs/results.md, issue 13 "Part 5"). kRacy and
+  // kRacyTestFirst lose what those barriers lose: a mark of the same bitmap byte (64 bytes of
+  // heap) by another thread at the same moment. kBuffered collects the bits in the allocating
+  // thread's PendingMarks (pending_marks.h): none lost, one fetch-or per 64 granules allocated
+  // into, and the live bitmap shows them at the next gc_begin.
+  MarkMode mark_on_alloc_mode = MarkMode::kAtomicTestFirst;
   // Objects at least this large are tracked for staleness (seed 001: leaks worth finding are
   // large objects; every object is still recorded in the trace and marked by the barrier).
   std::uint64_t min_tracked_size = 256;
@@ -305,13 +314,12 @@ class Profiler {
     bump(thread.allocated_bytes, size);
     bump(thread.allocated_objects);
     if (mark_on_alloc_) {
-      // The only space's bitmap inline; the object is in it (checked above). Atomic: another
-      // thread may be marking a neighbour in the same byte.
+      // The only space's bitmap inline; the object is in it (checked above).
       if (space_desc_)
-        AccessBitmap::mark_granule<MarkMode::kAtomicTestFirst>(space_desc_->bitmap.load(std::memory_order_relaxed),
-                                                               (addr - space_begin_) >> space_desc_->log2_granule);
+        mark_allocated(thread, space_desc_->bitmap.load(std::memory_order_relaxed),
+                       (addr - space_begin_) >> space_desc_->log2_granule);
       else
-        (void)mark_object(addr);
+        mark_allocated_in_spaces(thread, addr);
     }
     if (EventBuffer* b = thread.buffer()) b->alloc(site, type, addr, size);
     if (size >= min_tracked_size_) track_alloc(thread, site, type, addr, size);
@@ -510,6 +518,29 @@ class Profiler {
   void write_header_once();
   bool check_alloc(ThreadState& thread, Address addr, std::uint64_t size);
   bool mark_object(Address addr) noexcept;
+  // on_alloc's mark in ProfilerOptions::mark_on_alloc_mode: a switch on a member that never
+  // changes, which predicts perfectly.
+  OBJPROF_ALWAYS_INLINE void mark_allocated(ThreadState& thread, std::uint8_t* base, std::uint64_t granule) noexcept {
+    switch (mark_on_alloc_mode_) {
+      case MarkMode::kRacy:
+        AccessBitmap::mark_granule<MarkMode::kRacy>(base, granule);
+        return;
+      case MarkMode::kRacyTestFirst:
+        AccessBitmap::mark_granule<MarkMode::kRacyTestFirst>(base, granule);
+        return;
+      case MarkMode::kAtomic:
+        AccessBitmap::mark_granule<MarkMode::kAtomic>(base, granule);
+        return;
+      case MarkMode::kBuffered:
+        thread.pending_marks.mark(base, granule);
+        return;
+      case MarkMode::kAtomicTestFirst:
+        break;
+    }
+    AccessBitmap::mark_granule<MarkMode::kAtomicTestFirst>(base, granule);
+  }
+  // The same with several spaces: the one holding addr (check_alloc found it).
+  void mark_allocated_in_spaces(ThreadState& thread, Address addr) noexcept;
   // [addr, addr + bytes) inside the only space (false with several spaces or none).
   bool in_the_space(Address addr, std::uint64_t bytes) const noexcept {
     const Address off = addr - space_begin_;
@@ -556,6 +587,7 @@ class Profiler {
   std::uint64_t min_tracked_size_;
   bool check_hooks_;
   bool mark_on_alloc_;
+  MarkMode mark_on_alloc_mode_;
   // Set once, when the spaces freeze (write_header_once, before any thread is attached).
   bool slow_alloc_ = true;
   // on_alloc_if_inline applies below this size: min_tracked_size_ with one space and neither

@@ -189,25 +189,4 @@ TEST_CASE("on_root: outside a GC or outside the spaces it is a protocol error an
   CHECK(r.prof->stats().bits_harvested == 0u);
 }
 
-TEST_CASE("mark_on_alloc: an allocation marks its object in the current epoch, as its first barrier would",
-          "[core][mark_on_alloc]") {
-  for (bool marks : {false, true}) {
-    INFO("mark_on_alloc " << marks);
-    ProfilerRig r(1 << 16, [&](ProfilerOptions& o) { o.mark_on_alloc = marks; });
-    r.prof->on_alloc(*r.thread, 1, 1, r.at(0), 64);
-    r.prof->on_alloc(*r.thread, 1, 1, r.at(64), 64);  // the same bitmap word: both bits land
-    r.gc();
-    CHECK(r.prof->stats().bits_harvested == (marks ? 2u : 0u));
-    r.gc();  // marks belong to the epoch of the allocation only
-    CHECK(r.prof->stats().bits_harvested == (marks ? 2u : 0u));
-    auto a = r.analyze();
-    REQUIRE(a.objects.size() == 2);
-    for (analysis::ObjectId o = 0; o < 2; ++o) {
-      CHECK(a.objects.access_count(o) == (marks ? 1u : 0u));
-      if (marks) CHECK(a.objects.last_access(o) == 0);
-    }
-    CHECK(r.errors.empty());
-  }
-}
-
 }  // namespace test_resize

@@ -138,6 +138,7 @@ Outcome run_once(const sim::LoadedWorkload& wl, std::uint64_t size, std::uint32_
   po.default_leak_printer = false;
   po.on_leak = {};
   po.mark_on_alloc = rung.alloc_marks;
+  po.mark_on_alloc_mode = MarkMode::kRacy;  // as the barriers below
   const std::string trace_path = rung.trace ? fmt::format("/tmp/jit_insn_ladder-{}.trace", ::getpid()) : "";
   po.trace_path = trace_path;
   auto prof = Profiler::create(std::move(po));

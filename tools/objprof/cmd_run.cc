@@ -121,6 +121,7 @@ int run(const RunOptions& o) {
 
   ProfilerOptions po;
   po.mark_on_alloc = alloc_marks;
+  po.mark_on_alloc_mode = io.barrier.mark;  // as the barriers mark (ProfilerOptions)
   po.stale_after_epochs = o.stale_after;
   if (o.stale_bytes != "auto") {
     auto b = sim::parse_size(o.stale_bytes);
