@@ -6,6 +6,7 @@
 // same bitmap bytes at once.
 #include <objprof/analysis/analyzer.h>
 #include <objprof/analysis/object_metrics.h>
+#include <objprof/barrier.h>
 #include <objprof/profiler.h>
 
 #include "test_support.h"
@@ -95,6 +96,30 @@ TEST_CASE("mark_on_alloc_mode: every mode marks what was allocated, in one space
       CHECK(errors.empty());
     }
   }
+}
+
+TEST_CASE("mark_on_alloc_mode: buffered allocation marks share the thread's pending word with its buffered barriers",
+          "[core][mark_on_alloc]") {
+  ProfilerRig r(1 << 16, [](ProfilerOptions& o) {
+    o.mark_on_alloc = true;
+    o.mark_on_alloc_mode = MarkMode::kBuffered;
+  });
+  using Buffered = BarrierPolicy<false, MarkMode::kBuffered>;
+  const AccessBitmap& bitmap = r.prof->bitmap(0);
+  // Allocations and barriers of one thread alternate in the bitmap's first word (granules 0,
+  // 16, 8): one pending word holds all three, none lost to the other kind of mark.
+  r.prof->on_alloc(*r.thread, 1, 1, r.at(0), 64);
+  access<Buffered>(*r.thread, r.prof->barrier_descriptor(0), r.at(128));
+  r.prof->on_alloc(*r.thread, 1, 1, r.at(64), 64);
+  for (std::size_t off : {0, 64, 128}) CHECK_FALSE(bitmap.test(r.at(off)));
+  // An allocation in another word merges the first one.
+  r.prof->on_alloc(*r.thread, 1, 1, r.at(4096), 64);
+  for (std::size_t off : {0, 64, 128}) CHECK(bitmap.test(r.at(off)));
+  CHECK_FALSE(bitmap.test(r.at(4096)));
+  access<Buffered>(*r.thread, r.prof->barrier_descriptor(0), r.at(4096 + 64));  // the same (new) word
+  r.gc();
+  CHECK(r.prof->stats().bits_harvested == 5u);
+  CHECK(r.errors.empty());
 }
 
 TEST_CASE("mark_on_alloc_mode: a value that is no MarkMode is refused", "[core][mark_on_alloc]") {
