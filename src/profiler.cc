@@ -424,23 +424,30 @@ bool Profiler::in_other_spaces(Address addr, std::uint64_t bytes) const noexcept
   return std::any_of(spaces.begin(), spaces.end(), [&](const HeapSpace& s) { return s.contains(addr, bytes); });
 }
 
+namespace {
+
+// The bitmap of the space that holds addr, or null (the several-spaces paths).
+AccessBitmap* bitmap_holding(internal::ProfilerState& st, Address addr) noexcept {
+  for (const auto& bitmap : st.bitmaps)
+    if (bitmap->space().contains(addr)) return bitmap.get();
+  return nullptr;
+}
+
+}  // namespace
+
 // A root's mark (on_root): several collector threads may mark roots in one byte at once, so the
 // bit is set with a test-first fetch-or and none is lost. False: in no space.
 bool Profiler::mark_object(Address addr) noexcept {
-  for (const auto& bitmap : state_->bitmaps) {
-    if (!bitmap->space().contains(addr)) continue;
-    bitmap->mark<MarkMode::kAtomicTestFirst>(addr);
-    return true;
-  }
-  return false;
+  AccessBitmap* bitmap = bitmap_holding(*state_, addr);
+  if (bitmap == nullptr) return false;
+  bitmap->mark<MarkMode::kAtomicTestFirst>(addr);
+  return true;
 }
 
 void Profiler::mark_allocated_in_spaces(ThreadState& thread, Address addr) noexcept {
-  for (const auto& bitmap : state_->bitmaps) {
-    if (!bitmap->space().contains(addr)) continue;
+  if (AccessBitmap* bitmap = bitmap_holding(*state_, addr)) {
     const BarrierDescriptor& d = bitmap->descriptor();
     mark_allocated(thread, d.bitmap.load(std::memory_order_relaxed), (addr - d.begin) >> d.log2_granule);
-    return;
   }
 }
 
