@@ -32,7 +32,7 @@
 
 namespace objprof::analysis::internal {
 
-class Back {
+class alignas(64) Back {
  public:
   // shard_count(shards) address-map shards. A batch that can is applied on all of them at once
   // by the crew's threads (without a crew, one after the other on the caller).
