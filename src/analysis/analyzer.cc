@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <functional>
 #include <thread>
 
 namespace objprof::analysis {
@@ -119,8 +120,6 @@ constexpr unsigned kShardsPerWorker = 4;
 template <class T>
 T* take_helping(tbb::concurrent_bounded_queue<T*>& q, internal::Crew& crew) {
   T* item = nullptr;
-  while (crew.help()) {
-  }
   for (;;) {
     const std::uint32_t seen = crew.signal();
     if (q.try_pop(item)) return item;
@@ -143,6 +142,7 @@ Result<TraceAnalysis> pipelined(const AnalyzerOptions& options, std::uint64_t in
   if (workers == 1) return inline_analysis(options, input_bytes, read);
   const bool relay = workers >= kRelayWorkers;
   constexpr int kBatches = 8, kRecordBatches = 4;
+  static_assert(kBatches <= internal::Back::kQueueSlots);
   std::vector<std::unique_ptr<internal::EventBatch>> pool;
   tbb::concurrent_bounded_queue<internal::EventBatch*> full, empty;
   for (int i = 0; i < kBatches; ++i) {
@@ -165,6 +165,7 @@ Result<TraceAnalysis> pipelined(const AnalyzerOptions& options, std::uint64_t in
       a, options, first,
       [&](internal::EventBatch* b) {
         full.push(b);
+        crew.poke();  // the back may be waiting for it
         return take_helping(empty, crew);
       },
       shards);
@@ -202,16 +203,16 @@ Result<TraceAnalysis> pipelined(const AnalyzerOptions& options, std::uint64_t in
     else summary.emplace(read(front));
     front.finish();
     full.push(nullptr);  // end of stream
+    crew.poke();
   });
-  for (;;) {
-    internal::EventBatch* b = nullptr;
-    full.pop(b);
-    if (!b) break;
-    back.apply(*b);
+  // Whichever thread finishes a batch hands it back to the front (which may be waiting for it).
+  const std::function<void(internal::EventBatch*)> applied = [&](internal::EventBatch* b) {
     b->clear();
     empty.push(b);
-    crew.poke();  // the reader may be waiting for it
-  }
+    crew.poke();
+  };
+  while (internal::EventBatch* b = take_helping(full, crew)) back.submit(b, applied);
+  back.drain();
   reader.join();
   if (!summary->ok()) return summary->error();
   return conclude(a, front, back, **summary, kBatches, relay_bytes);

@@ -6,6 +6,7 @@
 #include <tbb/enumerable_thread_specific.h>
 
 #include <algorithm>
+#include <thread>
 
 namespace objprof::analysis::internal {
 
@@ -18,6 +19,7 @@ constexpr std::uint32_t kMissing = AddressMap::kMissing;
 Back::Back(TraceAnalysis& a, const AnalyzerOptions& options, unsigned shards, Crew* crew) : a_(a), opt_(options), crew_(crew) {
   shards = shard_count(shards);
   for (unsigned i = 0; i < shards; ++i) shards_.push_back(std::make_unique<Shard>(i, shards));
+  if (crew_) crew_->set_background(&background_);
 }
 
 void Back::run_shards(const std::function<void(unsigned)>& job) {
@@ -26,7 +28,9 @@ void Back::run_shards(const std::function<void(unsigned)>& job) {
     for (unsigned i = 0; i < shards_.size(); ++i) job(i);
 }
 
-Back::~Back() = default;
+Back::~Back() {
+  if (crew_) crew_->set_background(nullptr);  // no thread still runs apply_queued after this
+}
 
 Back::GcDelta& Back::Counters::gc(std::uint32_t epoch) {
   // Nearly every count lands in the running GC's record: look there first.
@@ -146,12 +150,97 @@ void Back::count_marked(Counters& c, const Cursor& cur, std::uint64_t bits) {
 }
 
 void Back::apply(const EventBatch& batch) {
-  if (batch.events.empty()) return;
-  log2_granule_ = log2_granule(a_.header.granule_bytes);
+  static const std::function<void(EventBatch*)> kept = [](EventBatch*) {};
+  submit(const_cast<EventBatch*>(&batch), kept);  // only read, and the caller keeps it
+  drain();
+}
+
+void Back::submit(EventBatch* batch, const std::function<void(EventBatch*)>& applied) {
+  if (batch->events.empty()) {
+    applied(batch);
+    return;
+  }
+  // The header comes before any event, so this changes at most once, with nothing queued.
+  if (const unsigned lg = log2_granule(a_.header.granule_bytes); lg != log2_granule_) {
+    drain();
+    log2_granule_ = lg;
+  }
   // A batch runs on all shards at once unless the front found something in it that needs
   // another shard's result before the batch ends (EventBatch::in_order).
-  if (crew_ && shards_.size() > 1 && !batch.in_order) apply_parallel(batch);
-  else apply_serial(batch);
+  if (!crew_ || shards_.size() == 1 || batch->in_order) {
+    drain();
+    apply_serial(*batch);
+    applied(batch);
+    return;
+  }
+  const bool gc_end = batch->events.back().kind == Event::kGcEnd;
+  const std::uint64_t bytes_end = batch->events.back().y;  // read now: a shard may hand the batch back at once
+  enqueue(batch, applied);
+  if (gc_end) {
+    drain();
+    end_gc(bytes_end, true);
+  }
+}
+
+void Back::enqueue(EventBatch* batch, const std::function<void(EventBatch*)>& applied) {
+  // The GC records begun in this batch exist before the shards count into them.
+  for (std::uint32_t i : batch->gc_begins) begin_gc_record(batch->events[i]);
+  if (synced_) {
+    for (auto& s : shards_) s->cur = cur_;  // no shard holds a batch: every cursor starts from the back's
+    synced_ = false;
+  }
+  // A slot is free once its batch is done (never waited for with fewer batches than slots).
+  while (queued_.load() - done_.load() >= kQueueSlots)
+    if (!apply_queued()) std::this_thread::yield();
+  const std::uint64_t n = queued_.load();
+  Queued& q = queue_[n % kQueueSlots];
+  q.batch = batch;
+  q.applied = &applied;
+  q.shards_left.store(static_cast<std::uint32_t>(shards_.size()));
+  queued_.store(n + 1);
+  crew_->poke();
+}
+
+bool Back::apply_queued() {
+  const std::uint64_t queued = queued_.load();
+  const auto n = static_cast<unsigned>(shards_.size());
+  const unsigned first = first_shard_.fetch_add(1, std::memory_order_relaxed);
+  for (unsigned k = 0; k < n; ++k) {
+    Shard& s = *shards_[(first + k) & (n - 1)];
+    if (s.next.load() >= queued || s.busy.load() || s.busy.exchange(true)) continue;
+    const std::uint64_t number = s.next.load();
+    if (number >= queued) {  // another thread applied it between the test and the exchange
+      s.busy.store(false);
+      continue;
+    }
+    Queued& q = queue_[number % kQueueSlots];
+    EventBatch* const batch = q.batch;
+    const std::function<void(EventBatch*)>* const applied = q.applied;
+    scan(s, *batch);
+    merge_deferred(s);
+    s.next.store(number + 1);
+    s.busy.store(false);
+    if (q.shards_left.fetch_sub(1) == 1) {
+      (*applied)(batch);
+      done_.fetch_add(1);
+    }
+    crew_->poke();  // this shard's next batch, or the end of the queue, may be what a thread waits for
+    return true;
+  }
+  return false;
+}
+
+void Back::drain() {
+  if (synced_) return;
+  while (done_.load() != queued_.load()) {
+    const std::uint32_t seen = crew_->signal();
+    if (done_.load() == queued_.load()) break;
+    if (!apply_queued()) crew_->wait(seen);
+  }
+  cur_ = shards_[0]->cur;
+  for (auto& s : shards_) merge(s->counters);
+  note_peak_live();
+  synced_ = true;
 }
 
 void Back::apply_serial(const EventBatch& batch) {
@@ -217,20 +306,6 @@ void Back::apply_serial(const EventBatch& batch) {
     }
   }
   merge(serial_);
-}
-
-void Back::apply_parallel(const EventBatch& batch) {
-  // The GC records begun in this batch exist before the shards count into them.
-  for (std::uint32_t i : batch.gc_begins) begin_gc_record(batch.events[i]);
-  for (auto& s : shards_) s->cur = cur_;
-  run_shards([&](unsigned i) {
-    scan(*shards_[i], batch);
-    merge_deferred(*shards_[i]);
-  });
-  cur_ = shards_[0]->cur;
-  for (auto& s : shards_) merge(s->counters);
-  note_peak_live();
-  if (batch.events.back().kind == Event::kGcEnd) end_gc(batch.events.back().y, true);  // apply() skips empty batches
 }
 
 // One shard's share of a batch that runs in parallel (not EventBatch::in_order): what lies in its

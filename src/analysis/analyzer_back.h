@@ -7,15 +7,18 @@
 // window belongs to one of the shards (a hash of its number), each shard owns the address map
 // of its windows, and the front tags every event with its shard (EventBatch::route). A batch
 // whose only synchronisation point is a GC end at its last event (the front cuts batches
-// there, so this is nearly every batch) is applied on all shards at once, each shard a task
-// of the Crew (crew.h): each shard applies its own events in file order; at the GC end every
-// shard first takes its sources out of the pre-GC heap, then, after all have, places the
-// destinations that land in its windows, in the GC's record order. Per-object updates touch
+// there, so this is nearly every batch) is queued (submit), and each shard applies its own
+// events of each queued batch in file order, as a task that any thread of the Crew (crew.h)
+// may take as background work once that shard has finished the batch before: no barrier
+// between batches. At the GC end the queue is drained, then every shard first takes its
+// sources out of the pre-GC heap, then, after all have, places the destinations that land in
+// its windows, in the GC's record order (two phases of the crew). Per-object updates touch
 // only objects the shard holds; the few that append to shared side arrays (a move, a new run
 // of access epochs, a resize) are made by each shard's task as it ends, one task at a time,
-// and the counters are merged after the phase. Anything else (frees outside a GC, bits of two
-// epochs in one batch: EventBatch::in_order) is applied in file order on the calling thread,
-// over the same shards. The result is the same for every shard count: a test compares them.
+// and the counters are merged where the queue is drained. Anything else (frees outside a GC,
+// bits of two epochs in one batch: EventBatch::in_order) is applied in file order on the
+// calling thread, over the same shards, after draining the queue. The result is the same for
+// every shard count: a test compares them.
 #pragma once
 
 #include "address_map.h"
@@ -24,6 +27,8 @@
 
 #include "objprof/analysis/analyzer.h"
 
+#include <array>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -39,7 +44,22 @@ class alignas(64) Back {
   Back(TraceAnalysis& a, const AnalyzerOptions& options, unsigned shards = 1, Crew* crew = nullptr);
   ~Back();
 
+  // Applies a batch before it returns.
   void apply(const EventBatch& batch);
+  // Pipelined application (a crew and several shards). submit() queues a batch that can run
+  // on all shards at once, and each shard takes its next queued batch as soon as it has
+  // applied the one before, whatever the other shards are doing: no thread waits for the
+  // others at the end of a batch. The queue is drained (every queued batch applied, the
+  // shards' counts merged) before anything that needs every shard's result: a batch that
+  // must run in file order (then applied on the calling thread), the GC end that closes a
+  // batch, and the end of the trace. `applied` is called once for each submitted batch, on
+  // whichever thread finishes it, once the back no longer reads it; it must outlive the
+  // queue. Calling thread only, as apply().
+  void submit(EventBatch* batch, const std::function<void(EventBatch*)>& applied);
+  // Applies every queued batch (working on them on the calling thread too).
+  void drain();
+  // Batches queued at once, at most (more than the analyzer has: submit() never waits for a slot).
+  static constexpr std::size_t kQueueSlots = 16;
   // The trace ended: applies a GC it stopped inside (returns true then).
   bool finish();
   std::uint32_t epoch() const noexcept { return cur_.epoch; }
@@ -87,6 +107,9 @@ class alignas(64) Back {
   struct Shard {
     Shard(unsigned i, unsigned shards) : index(i), map(shard_group_log2(shards)), out(shards) {}
     unsigned index = 0;
+    // The queue's next batch for this shard (its number), and whether a thread holds the shard.
+    std::atomic<std::uint64_t> next{0};
+    std::atomic<bool> busy{false};
     AddressMap map;
     Counters counters;
     Cursor cur;
@@ -116,7 +139,10 @@ class alignas(64) Back {
   Shard& shard_of(std::uint64_t addr) noexcept { return *shards_[owner(addr)]; }
 
   void apply_serial(const EventBatch& batch);
-  void apply_parallel(const EventBatch& batch);
+  void enqueue(EventBatch* batch, const std::function<void(EventBatch*)>& applied);
+  // One shard's next queued batch, on the calling thread (the crew's background work): false
+  // if every shard with a queued batch is held by another thread.
+  bool apply_queued();
   void scan(Shard& s, const EventBatch& batch);
   void end_gc(std::uint64_t bytes_end, bool parallel);
   void collect(std::uint32_t e, bool parallel);
@@ -162,6 +188,20 @@ class alignas(64) Back {
   std::mutex side_mutex_;  // the ChainStore's side arrays, appended to by shards' tasks
   std::unordered_map<ObjectId, std::uint64_t> big_sizes_;  // sizes the ChainStore marks kBigSize
   std::uint64_t peak_ = 0;
+
+  // The queue of submitted batches, by number (modulo its size). `queued_` batches were
+  // submitted, `done_` were applied by every shard. Until the queue is drained, the shards'
+  // cursors and counts run ahead of the back's (`synced_` false).
+  struct Queued {
+    EventBatch* batch = nullptr;
+    const std::function<void(EventBatch*)>* applied = nullptr;
+    std::atomic<std::uint32_t> shards_left{0};
+  };
+  std::array<Queued, kQueueSlots> queue_;
+  std::atomic<std::uint64_t> queued_{0}, done_{0};
+  std::atomic<unsigned> first_shard_{0};  // where the next apply_queued looks first: threads spread out
+  bool synced_ = true;
+  const std::function<bool()> background_ = [this] { return apply_queued(); };
 };
 
 }  // namespace objprof::analysis::internal

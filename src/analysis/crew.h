@@ -6,7 +6,8 @@
 // thread that joins: the crew's own helpers, and the trace reader whenever it would otherwise
 // wait for an empty batch (analyzer.cc). analyze() with N workers therefore runs N threads in
 // all, the reader among them, and a phase finishes as fast as the threads that are actually
-// running can take its tasks.
+// running can take its tasks. Between phases, a joining thread does background work instead
+// (set_background): the back's queued batches, which need no phase and so no barrier.
 //
 // Plain std::threads and C++20 atomic wait/notify rather than oneTBB tasks: ThreadSanitizer
 // sees every synchronisation (Debian's oneTBB is not instrumented).
@@ -50,13 +51,23 @@ class Crew {
     for (std::uint32_t a; (a = inside_.load()) != 0;) inside_.wait(a);
   }
 
-  // Joins the open phase, if any, until its tasks are all taken; true if it took one.
+  // Joins the open phase, if any, until its tasks are all taken; with no phase open, does one
+  // piece of the background work, if there is any. True if it did something.
   bool help() {
     inside_.fetch_add(1);
     bool took = false;
     if (open_.load() != 0) took = work();
+    else if (const std::function<bool()>* background = background_.load()) took = (*background)();
     if (inside_.fetch_sub(1) == 1) inside_.notify_all();
     return took;
+  }
+
+  // Work that a joining thread does between phases: `work` does one piece of it and says
+  // whether there was one (the back's queued batches, analyzer_back.h). Null: none. Returns
+  // once no thread still runs the previous one, so its owner may then go away.
+  void set_background(const std::function<bool()>* work) {
+    background_.store(work);
+    for (std::uint32_t a; (a = inside_.load()) != 0;) inside_.wait(a);
   }
 
   // Waiting for work: read signal() first, check for work, then wait(that value); it returns
@@ -94,6 +105,7 @@ class Crew {
   // phase that run() has returned from.
   std::atomic<std::uint32_t> next_{0}, done_{0}, inside_{0}, signal_{0};
   std::atomic<std::uint32_t> open_{0}, stop_{0};  // words, not bytes: qemu-user emulates byte atomics slowly
+  std::atomic<const std::function<bool()>*> background_{nullptr};
 };
 
 }  // namespace objprof::analysis::internal

@@ -9,6 +9,7 @@
 #include "same_analysis.h"
 #include "trace_builder.h"
 
+#include "../../src/analysis/analyzer_back.h"
 #include "../../src/analysis/crew.h"
 #include "../test_env.h"
 
@@ -18,6 +19,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -161,6 +163,22 @@ TEST_CASE("analyzer: any number of workers gives the one-worker result (random t
   }
 }
 
+TEST_CASE("analyzer: a trace of many batches gives the one-worker result with any number of workers", "[analysis][workers]") {
+  // More batches than the back's queue has slots, most of them applied by whichever shard is
+  // free (Back::submit), so the queue's slots are reused many times over.
+  Shape shape;
+  shape.rounds = 8;
+  shape.allocs_per_round = 17000;
+  shape.outside_gc = false;
+  const std::vector<std::byte> data = random_trace(4242, shape);
+  const TraceAnalysis one = run(data, 1);
+  REQUIRE(one.stats.allocs > 2 * analysis::internal::Back::kQueueSlots * analysis::internal::kBatchCapacity);
+  for (unsigned workers : {2u, 3u, 7u}) {
+    INFO(workers << " workers");
+    require_same(one, run(data, workers));
+  }
+}
+
 TEST_CASE("analyzer: a truncated trace gives the same result with any number of workers", "[analysis][workers]") {
   Shape shape;
   shape.rounds = 3;
@@ -203,6 +221,46 @@ TEST_CASE("crew: every task of every phase runs exactly once, whoever joins", "[
       crew.run(tasks, [&](unsigned i) { ++runs[i]; });
       REQUIRE(std::all_of(runs.begin(), runs.end(), [](int n) { return n == 1; }));
     }
+    stop.store(true);
+    crew.poke();
+    joiner.join();
+  }
+}
+
+TEST_CASE("crew: joining threads do the background work between phases, and clearing it waits for them", "[analysis][workers]") {
+  const int units = static_cast<int>(objprof::test::scaled(20000, 8));
+  for (unsigned helpers : {0u, 1u, 3u}) {
+    analysis::internal::Crew crew(helpers);
+    std::atomic<int> next{0}, inside{0};
+    std::vector<int> done(static_cast<std::size_t>(units), 0);  // each unit written by the one thread that took it
+    const std::function<bool()> work = [&] {
+      inside.fetch_add(1);
+      const int i = next.fetch_add(1);
+      if (i < units) ++done[static_cast<std::size_t>(i)];
+      inside.fetch_sub(1);
+      return i < units;
+    };
+    std::atomic<bool> stop{false};
+    std::thread joiner([&] {  // joins like the analyzer's reader
+      while (!stop.load()) {
+        const std::uint32_t seen = crew.signal();
+        if (!crew.help() && !stop.load()) crew.wait(seen);
+      }
+    });
+    crew.set_background(&work);
+    crew.poke();
+    // Phases still run each of their tasks once while the background work goes on.
+    for (int p = 0; p < 40; ++p) {
+      std::vector<int> runs(5, 0);
+      crew.run(5, [&](unsigned i) { ++runs[i]; });
+      REQUIRE(std::all_of(runs.begin(), runs.end(), [](int n) { return n == 1; }));
+    }
+    while (crew.help()) {
+    }
+    crew.set_background(nullptr);
+    REQUIRE(inside.load() == 0);  // nobody is still in it once set_background returns
+    REQUIRE(next.load() >= units);
+    REQUIRE(std::all_of(done.begin(), done.end(), [](int n) { return n == 1; }));
     stop.store(true);
     crew.poke();
     joiner.join();
