@@ -9,7 +9,9 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
@@ -110,19 +112,31 @@ struct EventBatch {
   // every shard must see (GC brackets, range moves, free ranges), in order. Flat, a full
   // batch's room per shard, so that routing an event is one store and one count (vectors'
   // growth checks cost the front ~25 instructions an event).
-  std::vector<std::uint32_t> route_slots, route_sizes;
+  std::vector<std::uint32_t> route_slots;
+  // How many of each shard's slots are taken. Cache lines of their own: the front counts into
+  // them at every event while the back's threads read another batch's (as small vectors,
+  // the batches' counts sat side by side in the heap and shared lines).
+  struct alignas(64) RouteSizes {
+    std::array<std::uint32_t, kMaxShards> n{};
+  };
+  std::unique_ptr<RouteSizes> route_sizes;
+  unsigned route_shards = 0;
   // The route slots of a batch split over `shards`, and what they take (counted in the
   // analyzer's peak memory).
   static constexpr std::size_t route_slot_count(unsigned shards) noexcept { return shards > 1 ? shards * kCapacity : 0; }
-  static constexpr std::size_t route_bytes(unsigned shards) noexcept { return route_slot_count(shards) * sizeof(std::uint32_t); }
+  static constexpr std::size_t route_bytes(unsigned shards) noexcept {
+    return shards > 1 ? route_slot_count(shards) * sizeof(std::uint32_t) + sizeof(RouteSizes) : 0;
+  }
   void set_shards(unsigned shards) {
     route_slots.assign(route_slot_count(shards), 0);
-    route_sizes.assign(shards > 1 ? shards : 0, 0);
+    route_shards = shards > 1 ? shards : 0;
+    if (route_shards > 0 && !route_sizes) route_sizes = std::make_unique<RouteSizes>();
+    if (route_sizes) route_sizes->n.fill(0);
   }
-  std::size_t shards() const noexcept { return route_sizes.size(); }
-  void route_to(unsigned shard, std::uint32_t index) noexcept { route_slots[shard * kCapacity + route_sizes[shard]++] = index; }
+  std::size_t shards() const noexcept { return route_shards; }
+  void route_to(unsigned shard, std::uint32_t index) noexcept { route_slots[shard * kCapacity + route_sizes->n[shard]++] = index; }
   std::span<const std::uint32_t> route(unsigned shard) const noexcept {
-    return {route_slots.data() + std::size_t{shard} * kCapacity, route_sizes[shard]};
+    return {route_slots.data() + std::size_t{shard} * kCapacity, route_sizes->n[shard]};
   }
   // Set by the front: the batch must be applied in file order on one thread — it holds a free
   // or move outside a GC (applied at once), or bitmap dumps of two epochs. (A GC end is
@@ -135,7 +149,7 @@ struct EventBatch {
   void clear() noexcept {
     events.clear();
     words.clear();
-    std::fill(route_sizes.begin(), route_sizes.end(), 0);
+    std::fill_n(route_sizes->n.begin(), route_shards, 0);
     in_order = false;
     has_bits = false;
     gc_begins.clear();
