@@ -149,7 +149,7 @@ struct EventBatch {
   void clear() noexcept {
     events.clear();
     words.clear();
-    std::fill_n(route_sizes->n.begin(), route_shards, 0);
+    if (route_sizes) std::fill_n(route_sizes->n.begin(), route_shards, 0);
     in_order = false;
     has_bits = false;
     gc_begins.clear();
