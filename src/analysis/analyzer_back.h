@@ -26,6 +26,7 @@
 #include "event_batch.h"
 
 #include "objprof/analysis/analyzer.h"
+#include "objprof/config.h"
 
 #include <array>
 #include <atomic>
@@ -37,7 +38,7 @@
 
 namespace objprof::analysis::internal {
 
-class alignas(64) Back {
+class alignas(kCacheLine) Back {
  public:
   // shard_count(shards) address-map shards. A batch that can is applied on all of them at once
   // by the crew's threads (without a crew, one after the other on the caller).

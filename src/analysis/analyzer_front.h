@@ -17,7 +17,7 @@
 
 namespace objprof::analysis::internal {
 
-class alignas(64) Front final : public trace::Visitor {
+class alignas(kCacheLine) Front final : public trace::Visitor {
  public:
   // `handoff` receives each full batch and returns an empty one to continue with.
   using Handoff = std::function<EventBatch*(EventBatch*)>;

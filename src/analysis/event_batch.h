@@ -18,6 +18,8 @@
 
 #include "fixed_list.h"
 
+#include "objprof/config.h"
+
 namespace objprof::analysis::internal {
 
 // The back's shards each own the address map of some 64 KiB windows of the heap, so that
@@ -116,7 +118,7 @@ struct EventBatch {
   // How many of each shard's slots are taken. Cache lines of their own: the front counts into
   // them at every event while the back's threads read another batch's (as small vectors,
   // the batches' counts sat side by side in the heap and shared lines).
-  struct alignas(64) RouteSizes {
+  struct alignas(kCacheLine) RouteSizes {
     std::array<std::uint32_t, kMaxShards> n{};
   };
   std::unique_ptr<RouteSizes> route_sizes;

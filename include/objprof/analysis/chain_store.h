@@ -25,6 +25,7 @@
 #pragma once
 
 #include "objprof/analysis/segmented_vector.h"
+#include "objprof/config.h"
 
 #include <cstdint>
 #include <memory>
@@ -228,10 +229,10 @@ class ChainStore {
   // block table is only read (by every thread, at every object access); the count is the
   // appending thread's (written at every allocation); the side arrays are the back's. Sharing a
   // line, each allocation took the table's line away from the threads reading objects.
-  alignas(64) std::unique_ptr<std::unique_ptr<Block>[]> blocks_ = std::make_unique<std::unique_ptr<Block>[]>(kMaxBlocks);
-  alignas(64) std::size_t nblocks_ = 0;
+  alignas(kCacheLine) std::unique_ptr<std::unique_ptr<Block>[]> blocks_ = std::make_unique<std::unique_ptr<Block>[]>(kMaxBlocks);
+  alignas(kCacheLine) std::size_t nblocks_ = 0;
   std::size_t size_ = 0;
-  alignas(64) SegmentedVector<MoveRec> moves_;
+  alignas(kCacheLine) SegmentedVector<MoveRec> moves_;
   SegmentedVector<RunRec> runs_;
   std::unordered_map<ObjectId, std::uint64_t> big_sizes_;
   std::unordered_map<ObjectId, std::uint64_t> footprints_;  // resized objects only
