@@ -382,6 +382,9 @@ class Heap {
   // mark ended); sweep_run_ starts the run of free cells it is coalescing, or is 0. Free lists
   // hold only swept cells, and bump allocation starts at or above sweep_end_.
   Address sweep_cursor_ = 0, sweep_end_ = 0, sweep_run_ = 0;
+  // With free-range reports: where the dead of the open run that no report covers yet start
+  // (reported when the run closes or list_open_run takes it), or 0.
+  Address sweep_unreported_ = 0;
   bool sweeping_ = false;  // kLazySweep: between the mark's gc_begin and the sweep's gc_end
   GcInfo gc_;              // the current (or pending) GC's counts and times
   // LOS: page-granular first fit over free spans (addr -> bytes), live objects listed.

@@ -2,9 +2,11 @@
 // stop-the-world collector (one call covers the whole space) and the lazy one (a bounded step
 // per allocation, docs/sim.md):
 // - Dead objects become free cells (type 0, their cell size in word 1) as they are reported
-//   (the cells between two live objects, when they held a dead one, with one on_free_range,
-//   flushed before a step returns, since mutators may allocate in them after it), so the space
-//   stays walkable at every step.
+//   (the cells between two live objects, when they held a dead one, with one on_free_range), so
+//   the space stays walkable at every step. The dead of a run still open at the end of a step
+//   are reported when a live object or the sweep's end closes the run, or when an allocation
+//   takes it (list_open_run), whichever comes first: no mutator can reuse them before that, and
+//   a report per step cut every long dead stretch into 4 KiB ranges (one per step).
 // - Runs of free cells are coalesced and put on the size-segregated free lists only when the
 //   run closes. A run still open at the end of a step stays open into the next step (so runs
 //   coalesce across steps), unless an allocation needs it now (list_open_run): a long dead
@@ -28,6 +30,7 @@ void Heap::start_sweep() {
   sweep_cursor_ = ms_begin_;
   sweep_end_ = ms_bump_;
   sweep_run_ = 0;
+  sweep_unreported_ = 0;
 }
 
 void Heap::list_free(Address a, std::uint64_t bytes) {
@@ -44,6 +47,10 @@ void Heap::close_run(Address end) {
 
 bool Heap::list_open_run(std::uint64_t cell) {
   if (sweep_run_ == 0 || sweep_cursor_ - sweep_run_ < cell) return false;
+  if (sweep_unreported_ != 0) {  // its dead reach the profiler before the mutators reuse them
+    events_->on_free_range(sweep_unreported_, sweep_cursor_ - sweep_unreported_);
+    sweep_unreported_ = 0;
+  }
   close_run(sweep_cursor_);  // every cell in [run, cursor) is swept and free
   return true;
 }
@@ -59,14 +66,17 @@ bool Heap::sweep_cells_loop(std::uint64_t budget) {
   Address a = sweep_cursor_;
   // Reported before this step returns: mutators may allocate in the runs it frees.
   FreeRuns<kMode == DeathReports::kEach ? DeathReports::kEach : DeathReports::kNone> each(events_);
-  // kRuns: the cells since the last live object (or since this step's start) go to the profiler
-  // as one on_free_range when a live object or the step's end closes them and they held a dead
-  // object, free cells and all (a range may cover free memory). The loop's own count of the
-  // dead tells whether they did, so a dead object costs the sweep nothing more than without a
-  // profiler (keeping each run's first dead object cost three instructions per dead object).
-  Address run_begin = a;
+  // kRuns: the cells since the last live object (or since the dead the last step left
+  // unreported, or this step's start) go to the profiler as one on_free_range when a live object
+  // or the sweep's end closes them and they held a dead object, free cells and all (a range may
+  // cover free memory). The loop's own count of the dead tells whether they did, so a dead
+  // object costs the sweep nothing more than without a profiler (keeping each run's first dead
+  // object cost three instructions per dead object); `reported` starts at a count the step never
+  // reaches when the last step left its dead unreported.
+  Address run_begin = sweep_unreported_ != 0 ? sweep_unreported_ : a;
   // The step's dead, counted in a local: the header writes below may alias the members.
-  std::uint64_t freed = 0, reported = 0;
+  std::uint64_t freed = 0, reported = sweep_unreported_ != 0 ? ~std::uint64_t{0} : 0;
+  sweep_unreported_ = 0;
   auto report_run = [&](Address end) {
     if constexpr (kMode == DeathReports::kRuns) {
       if (freed != reported) {
@@ -100,10 +110,15 @@ bool Heap::sweep_cells_loop(std::uint64_t budget) {
     }
     a += cell;
   }
-  report_run(a);
   gc_.freed_objects += freed;
   sweep_cursor_ = a;  // may pass `stop` by the rest of the last cell
-  if (sweep_cursor_ < sweep_end_) return false;
+  if (sweep_cursor_ < sweep_end_) {
+    // The open run's dead wait for the next step (or list_open_run): nothing reuses them before.
+    if constexpr (kMode == DeathReports::kRuns)
+      if (freed != reported) sweep_unreported_ = run_begin;
+    return false;
+  }
+  report_run(a);
   if (sweep_run_ != 0) {
     if (ms_bump_ == sweep_end_) ms_bump_ = sweep_run_;  // the trailing free run: bump space again
     else close_run(sweep_end_);
