@@ -740,6 +740,65 @@ __attribute__((target("avx2"))) std::uint64_t keep_young_avx2(const TrackedRecor
   const std::uint64_t dead = k.dead_of(static_cast<std::uint64_t>(in - first));
   return dead + keep_moved<kLiveBits, false, true>(in, end, out, freed, marks, mark_bytes, epoch, 0, find);
 }
+
+// No record moves (a GC without moves).
+struct NoMoves {
+  std::int64_t operator()(std::uint32_t) const noexcept { return -1; }
+};
+
+// The table's part of a GC without moves (sweep_unmoved: `live` holds the start bits, the dead's
+// already retired), four records at a time while none has died: most of a table's records live
+// through a GC (listleak: all 2,000 of its list nodes, every GC), and then the pass only has to
+// write the last access of the marked ones, in place. A group's four granules and site words are
+// gathered, their start bits (and the dead tag) and their access bits tested as vectors. The
+// first group with a death, and the last records (fewer than four, or near the end of the
+// snapshot's bytes), go to the scalar loop, which compacts from there on. Same records kept, in
+// the same order, as keep_moved alone; `out.kept` must be `in`.
+__attribute__((target("avx2"))) std::uint64_t keep_table_unmoved_avx2(TrackedRecord* in, const TrackedRecord* end,
+                                                                         MovedOut& out, const std::uint64_t* live,
+                                                                         const std::uint8_t* marks, std::size_t mark_bytes,
+                                                                         std::uint32_t epoch, std::uint32_t dead) {
+  const __m128i granule_lanes = _mm_setr_epi32(0, 4, 8, 12);  // four records' granules, in 32-bit units
+  const __m128i low6 = _mm_set1_epi32(63);
+  const __m256i one = _mm256_set1_epi64x(1);
+  const __m128i dead_tag = _mm_set1_epi32(static_cast<int>(dead));
+  // Granules whose whole access-bit word lies inside the snapshot's bytes.
+  const std::uint64_t mark_words = mark_bytes / 8;
+  const __m128i in_marks = _mm_set1_epi32(static_cast<int>(std::min<std::uint64_t>(mark_words, 0x7FFF'FFFF)));
+  static_assert(offsetof(TrackedRecord, last_access) == 12, "a record's last access is its fourth 32-bit lane");
+  const __m256i epochs = _mm256_set1_epi32(static_cast<int>(epoch));
+  const __m256i last_access_lanes = _mm256_setr_epi32(0, 0, 0, -1, 0, 0, 0, -1);
+  const __m256i pick01 = _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2);  // `marked`'s lanes of records 0, 1
+  const __m256i pick23 = _mm256_setr_epi32(4, 4, 4, 4, 6, 6, 6, 6);  // and of records 2, 3
+  for (; end - in >= 4; in += 4) {
+    const __m128i g = _mm_i32gather_epi32(reinterpret_cast<const int*>(in), granule_lanes, 4);
+    const __m128i site = _mm_i32gather_epi32(reinterpret_cast<const int*>(in) + 1, granule_lanes, 4);
+    const __m128i words = _mm_srli_epi32(g, 6);
+    const __m256i shift = _mm256_cvtepu32_epi64(_mm_and_si128(g, low6));
+    const __m256i starts = _mm256_i32gather_epi64(reinterpret_cast<const long long*>(live), words, 8);
+    const __m256i started = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_srlv_epi64(starts, shift), one), one);
+    const unsigned tagged = static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(site, dead_tag))));
+    if ((static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(started))) & ~tagged & 0xFu) != 0xFu) break;
+    if (mark_words == 0) continue;
+    // All four live: their access bits, from whole words of the snapshot (granules are below
+    // 2^32, so their word indices compare as signed 32-bit lanes).
+    const unsigned inside = static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpgt_epi32(in_marks, words))));
+    if (inside != 0xFu) break;
+    const __m256i mw = _mm256_i32gather_epi64(reinterpret_cast<const long long*>(marks), words, 8);
+    const __m256i marked = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_srlv_epi64(mw, shift), one), one);
+    if (_mm256_testz_si256(marked, marked)) continue;
+    // last_access = epoch where marked: each record pair's two last_access lanes (3 and 7) take
+    // their record's lane of `marked`, and the pair is blended and stored whole (one store per
+    // record took ~7 instructions each, most records being marked).
+    __m256i* pair = reinterpret_cast<__m256i*>(in);
+    const __m256i first_pair = _mm256_and_si256(_mm256_permutevar8x32_epi32(marked, pick01), last_access_lanes);
+    const __m256i second_pair = _mm256_and_si256(_mm256_permutevar8x32_epi32(marked, pick23), last_access_lanes);
+    _mm256_storeu_si256(pair, _mm256_blendv_epi8(_mm256_loadu_si256(pair), epochs, first_pair));
+    _mm256_storeu_si256(pair + 1, _mm256_blendv_epi8(_mm256_loadu_si256(pair + 1), epochs, second_pair));
+  }
+  out.kept = in;  // every record before `in` was kept where it is
+  return keep_moved<true, true, true>(in, end, out, live, marks, mark_bytes, epoch, dead, NoMoves{});
+}
 #endif
 
 // keep_moved with its tests chosen at compile time from `freed`.
@@ -751,11 +810,6 @@ std::uint64_t keep_records(const TrackedRecord* in, const TrackedRecord* end, Mo
     return keep_moved<kLiveBits, kMayBeTagged, true>(in, end, out, freed, marks, mark_bytes, epoch, dead, find);
   return keep_moved<kLiveBits, kMayBeTagged, false>(in, end, out, freed, marks, mark_bytes, epoch, dead, find);
 }
-
-// No record moves (a GC without moves).
-struct NoMoves {
-  std::int64_t operator()(std::uint32_t) const noexcept { return -1; }
-};
 
 // The one pass over a table and, for the only space, the GC's young records (`young`, or null):
 // the table's survivors move down over its dead and the young's follow them, written through
@@ -772,12 +826,22 @@ std::uint64_t one_pass(RecordTable& t, std::vector<std::vector<TrackedRecord>>* 
   const std::size_t old = t.size();
   t.resize(old + room);
   out.kept = t.data();
-  std::uint64_t dead =
-      keep_records<kLiveBits, true>(t.data(), t.data() + old, out, freed, marks.data(), marks.size(), epoch, dead_tag, find);
-  if (young) {
 #if defined(__x86_64__)
-    const bool vectors = freed != nullptr && bitmap_scan_path() == BitmapScan::kAvx2;
+  const bool vectors = freed != nullptr && bitmap_scan_path() == BitmapScan::kAvx2;
 #endif
+  std::uint64_t dead = 0;
+#if defined(__x86_64__)
+  if constexpr (kLiveBits && std::is_same_v<Find, NoMoves>) {
+    if (vectors)
+      dead = keep_table_unmoved_avx2(t.data(), t.data() + old, out, freed, marks.data(), marks.size(), epoch, dead_tag);
+    else
+      dead = keep_records<kLiveBits, true>(t.data(), t.data() + old, out, freed, marks.data(), marks.size(), epoch,
+                                           dead_tag, find);
+  } else
+#endif
+    dead = keep_records<kLiveBits, true>(t.data(), t.data() + old, out, freed, marks.data(), marks.size(), epoch, dead_tag,
+                                         find);
+  if (young) {
     for (std::vector<TrackedRecord>& y : *young) {
 #if defined(__x86_64__)
       if (vectors)
