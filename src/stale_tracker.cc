@@ -692,6 +692,11 @@ std::uint64_t keep_moved(const TrackedRecord* in, const TrackedRecord* end, Move
   return k.dead_of(static_cast<std::uint64_t>(end - first) - tagged);
 }
 
+// No record moves (a GC without moves).
+struct NoMoves {
+  std::int64_t operator()(std::uint32_t) const noexcept { return -1; }
+};
+
 #if defined(__x86_64__)
 // keep_moved for young records with freed bits, four at a time: most young records die in
 // their first GC (listleak: 39 in 40), and a dead one cost the scalar loop 9 instructions (13
@@ -740,11 +745,6 @@ __attribute__((target("avx2"))) std::uint64_t keep_young_avx2(const TrackedRecor
   const std::uint64_t dead = k.dead_of(static_cast<std::uint64_t>(in - first));
   return dead + keep_moved<kLiveBits, false, true>(in, end, out, freed, marks, mark_bytes, epoch, 0, find);
 }
-
-// No record moves (a GC without moves).
-struct NoMoves {
-  std::int64_t operator()(std::uint32_t) const noexcept { return -1; }
-};
 
 // The table's part of a GC without moves (sweep_unmoved: `live` holds the start bits, the dead's
 // already retired), four records at a time while none has died: most of a table's records live
@@ -829,15 +829,11 @@ std::uint64_t one_pass(RecordTable& t, std::vector<std::vector<TrackedRecord>>* 
 #if defined(__x86_64__)
   const bool vectors = freed != nullptr && bitmap_scan_path() == BitmapScan::kAvx2;
 #endif
-  std::uint64_t dead = 0;
+  std::uint64_t dead;
 #if defined(__x86_64__)
-  if constexpr (kLiveBits && std::is_same_v<Find, NoMoves>) {
-    if (vectors)
-      dead = keep_table_unmoved_avx2(t.data(), t.data() + old, out, freed, marks.data(), marks.size(), epoch, dead_tag);
-    else
-      dead = keep_records<kLiveBits, true>(t.data(), t.data() + old, out, freed, marks.data(), marks.size(), epoch,
-                                           dead_tag, find);
-  } else
+  if (kLiveBits && std::is_same_v<Find, NoMoves> && vectors)
+    dead = keep_table_unmoved_avx2(t.data(), t.data() + old, out, freed, marks.data(), marks.size(), epoch, dead_tag);
+  else
 #endif
     dead = keep_records<kLiveBits, true>(t.data(), t.data() + old, out, freed, marks.data(), marks.size(), epoch, dead_tag,
                                          find);
