@@ -163,7 +163,7 @@ TEST_CASE("sim ground truth: listleak with every collector, and the leak ranked 
   }
 }
 
-TEST_CASE("sim ground truth: swapleak, points and threads workloads", "[analysis][sim]") {
+TEST_CASE("sim ground truth: swapleak, points and threads workloads", "[analysis][sim][mutators]") {
   struct W {
     const char* name;
     std::uint64_t size, heap;
@@ -192,7 +192,7 @@ TEST_CASE("sim ground truth: swapleak, points and threads workloads", "[analysis
     }
 }
 
-TEST_CASE("sim ground truth: mutators that finish at different times leave a consistent trace", "[analysis][sim]") {
+TEST_CASE("sim ground truth: mutators that finish at different times leave a consistent trace", "[analysis][sim][mutators]") {
   // The threads workload's mutators finish at different times while the others still allocate
   // and collect. Each run's trace must be accepted and rebuilt exactly: a finished mutator's
   // buffer is flushed once, before any later GC's records.
