@@ -30,7 +30,7 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 count() {  # count PAIR MODE: instructions of one run's collections
-  OBJPROF_BENCH_GC_RUNS=1 OBJPROF_BENCH_NO_PERF=1 valgrind --tool=callgrind --collect-atstart=no \
+  LD_BIND_NOW=1 OBJPROF_BENCH_GC_RUNS=1 OBJPROF_BENCH_NO_PERF=1 valgrind --tool=callgrind --collect-atstart=no \
     --toggle-collect='objprof::sim::Heap::do_collect*' --toggle-collect='objprof::sim::Heap::sweep_step_locked*' \
     --toggle-collect='objprof::sim::Heap::detach_mutator*' --toggle-collect='objprof::sim::Heap::finish_sweep(*' \
     --callgrind-out-file="$work/cg.out" "$bin/bench_sim_gc" --benchmark_filter="^gc/$1/$2/" \
