@@ -14,6 +14,9 @@
 # ~6 instructions per 128 bytes), so a large clear or copy weighs what it costs in time, in the
 # off runs and in the on runs alike. OBJPROF_COUNT_REP_STRINGS=1 counts with glibc's defaults,
 # as docs/results.md did before 2026-11-29's night.
+# LD_BIND_NOW: symbols are bound at start-up, so the warm-up run's collections do not count the
+# dynamic linker binding each library function on its first call (~2.4 K instructions in a run
+# of scimark-lazysweep), which the timed benchmark's own warm-up also leaves out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ "${OBJPROF_COUNT_REP_STRINGS:-0}" == 0 ]]; then
