@@ -31,6 +31,21 @@ inline constexpr bool thread_sanitizer() {
 #endif
 }
 
+// True in the AddressSanitizer build (ASan+UBSan).
+inline constexpr bool address_sanitizer() {
+#if defined(__SANITIZE_ADDRESS__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return true;
+#else
+  return false;
+#endif
+#else
+  return false;
+#endif
+}
+
 // Divides a workload size when emulated (never below 1).
 inline std::size_t scaled(std::size_t native, std::size_t divisor = 16) {
   if (!emulated()) return native;
