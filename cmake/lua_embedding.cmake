@@ -20,6 +20,18 @@ add_custom_target(objprof_stage_install
 # Everything cmake/install.cmake installs must be built first.
 add_dependencies(objprof_stage_install ${objprof_layer_targets})
 
+# objprof-lua-check, barrier elimination's dynamic checker (LUA_OBJPROF_CHECK), is a test
+# instrument for a property of the pass and of Lua's bytecode that neither a sanitizer nor the
+# target's architecture changes: the native build without sanitizers builds it and runs the
+# tests that need it (tests/CMakeLists.txt). The ASan+UBSan and arm64 builds run objprof-lua
+# itself everywhere, with barrier elimination on too; the checker's third copy of Lua and the
+# glue took ~60 CPU-s of each of their builds.
+if(OBJPROF_SANITIZE OR CMAKE_CROSSCOMPILING)
+  set(OBJPROF_LUA_CHECKER OFF)
+else()
+  set(OBJPROF_LUA_CHECKER ON)
+endif()
+
 string(TOUPPER "${CMAKE_BUILD_TYPE}" _lua_build_type)
 set(lua_cxx_flags "")
 set(lua_link_flags "")
@@ -31,6 +43,7 @@ endif()
 set(lua_args
   -DCMAKE_PREFIX_PATH=${objprof_stage}
   -DLUA_SOURCE_DIR=${OBJPROF_LUA_SOURCE_DIR}
+  -DOBJPROF_LUA_CHECKER=${OBJPROF_LUA_CHECKER}
   -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE}
   "-DCMAKE_CXX_FLAGS_${_lua_build_type}=${CMAKE_CXX_FLAGS_${_lua_build_type}}"
   -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER}
