@@ -14,37 +14,32 @@ inline bool emulated() {
   return v != nullptr && std::strcmp(v, "0") != 0;
 }
 
+// Which sanitizer this build has, for the preprocessor (tests that declare the sanitizers'
+// own interface) and as constants below. GCC defines __SANITIZE_*__; clang answers
+// __has_feature.
+#if defined(__has_feature)
+#define OBJPROF_TEST_HAS_FEATURE(f) __has_feature(f)
+#else
+#define OBJPROF_TEST_HAS_FEATURE(f) 0
+#endif
+#if defined(__SANITIZE_ADDRESS__) || OBJPROF_TEST_HAS_FEATURE(address_sanitizer)
+#define OBJPROF_TEST_ASAN 1
+#else
+#define OBJPROF_TEST_ASAN 0
+#endif
+#if defined(__SANITIZE_THREAD__) || OBJPROF_TEST_HAS_FEATURE(thread_sanitizer)
+#define OBJPROF_TEST_TSAN 1
+#else
+#define OBJPROF_TEST_TSAN 0
+#endif
+
 // True in the ThreadSanitizer build. TSan is there for concurrent code: a test may leave its
 // single-threaded cases to the other builds (they run them all), where TSan would only make
 // them 5-15x slower without anything to find.
-inline constexpr bool thread_sanitizer() {
-#if defined(__SANITIZE_THREAD__)
-  return true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-  return true;
-#else
-  return false;
-#endif
-#else
-  return false;
-#endif
-}
+inline constexpr bool thread_sanitizer() { return OBJPROF_TEST_TSAN != 0; }
 
 // True in the AddressSanitizer build (ASan+UBSan).
-inline constexpr bool address_sanitizer() {
-#if defined(__SANITIZE_ADDRESS__)
-  return true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  return true;
-#else
-  return false;
-#endif
-#else
-  return false;
-#endif
-}
+inline constexpr bool address_sanitizer() { return OBJPROF_TEST_ASAN != 0; }
 
 // Divides a workload size when emulated (never below 1).
 inline std::size_t scaled(std::size_t native, std::size_t divisor = 16) {

@@ -2,6 +2,7 @@
 // profiler's memory must stay flat, and nothing a detached thread did may be lost.
 #include <objprof/profiler.h>
 
+#include "../test_env.h"
 #include "test_support.h"
 
 #include <catch2/catch.hpp>
@@ -14,15 +15,7 @@
 
 namespace test_thread_churn {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define OBJPROF_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define OBJPROF_TEST_SANITIZED 1
-#endif
-#endif
-
-#ifdef OBJPROF_TEST_SANITIZED
+#if OBJPROF_TEST_ASAN || OBJPROF_TEST_TSAN
 extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
 #endif
 
@@ -33,7 +26,7 @@ namespace {
 
 // Bytes the process has allocated with malloc/new and not freed.
 std::size_t heap_in_use() {
-#ifdef OBJPROF_TEST_SANITIZED
+#if OBJPROF_TEST_ASAN || OBJPROF_TEST_TSAN
   return __sanitizer_get_current_allocated_bytes();
 #else
   return mallinfo2().uordblks;

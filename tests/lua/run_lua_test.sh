@@ -67,8 +67,8 @@ case "$mode" in
         exit 1
       fi
       if grep -q "protocol error" "$work/objprof.err"; then cat "$work/objprof.err"; exit 1; fi
-      # Barrier elimination, checked: every access that ran without a barrier found its object
-      # marked in the current epoch.
+      # Barrier elimination: the same output, and with the checker every access that ran
+      # without a barrier found its object marked in the current epoch.
       elim_bin=objprof-lua-check
       [[ "$checker" == 1 ]] || elim_bin=objprof-lua
       set +e
