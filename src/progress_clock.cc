@@ -17,6 +17,9 @@ std::uint32_t ProgressClocks::open(std::uint64_t epoch) {
   Slot& s = slots_[slot];
   s.first_epoch = epoch;
   s.bytes.clear();  // keeps its capacity for the next thread
+  // Room for a few dozen epochs now, on the attaching thread, rather than at the slot's first
+  // record, inside a GC's gc_begin (resize doubles after that).
+  s.bytes.reserve(kInitialEpochs);
   s.busiest = 0;
   s.in_use = true;
   s.closed = false;
@@ -39,10 +42,9 @@ void ProgressClocks::record(std::uint32_t slot, std::uint64_t epoch, std::uint64
   // One value per gc_begin; a thread attached in the middle of an epoch gets its first at the
   // next one, and the epochs before carry that first value back (nothing earlier was its own).
   const std::uint64_t i = epoch - s.first_epoch;
-  // Room for a few dozen epochs from the first value (resize doubles after that): a fresh
-  // profiler's first GCs otherwise grow the vector at 1, 2, 4 and 8 values, an allocation and
-  // a copy each inside gc_begin.
-  if (s.bytes.capacity() == 0) s.bytes.reserve(64);
+  // The slot has room for a few dozen epochs from open() (or the constructor, the program's):
+  // a fresh profiler's first GCs otherwise grew the vector at 1, 2, 4 and 8 values, an
+  // allocation and a copy each inside gc_begin.
   if (s.bytes.size() <= i) s.bytes.resize(i + 1, s.bytes.empty() ? 0 : s.bytes.back());
   s.bytes[i] = bytes;
   const std::uint64_t before = i > 0 ? s.bytes[i - 1] : 0;

@@ -25,6 +25,8 @@ class ProgressClocks {
  public:
   static constexpr std::uint32_t kProgram = 0;
 
+  ProgressClocks() { slots_[kProgram].bytes.reserve(kInitialEpochs); }
+
   // A slot for a thread attached in `epoch` (any thread; under the caller's lock or not).
   std::uint32_t open(std::uint64_t epoch);
   // The thread of `slot` detached: the slot is released at the next release_ended().
@@ -99,6 +101,8 @@ class ProgressClocks {
     const std::uint64_t i = epoch - s.first_epoch;
     return i < s.bytes.size() ? s.bytes[i] : s.bytes.back();
   }
+
+  static constexpr std::size_t kInitialEpochs = 64;  // values a slot holds before it grows
 
   mutable std::mutex mutex_;  // attach/detach from any thread against the collector's reads
   std::vector<Slot> slots_{Slot{0, {}, true, false}};

@@ -66,6 +66,17 @@ const Run* run_containing(const std::vector<Run>& runs, Address a) {
 void StaleTracker::set_spaces(std::vector<HeapSpace> spaces) {
   spaces_ = std::move(spaces);
   tables_.assign(spaces_.size(), {});
+  // Room for a small heap's records and a GC's scratch from the start: a new profiler's first
+  // GCs would otherwise grow the table at each (the young adopted, then compacted in place), an
+  // allocation and a copy of every record inside the pause. Uninitialized, so untouched pages
+  // cost nothing until used.
+  constexpr std::size_t kInitialRecords = 1024;
+  for (RecordTable& t : tables_) t.reserve(kInitialRecords);
+  moved_from_.reserve(kInitialRecords);
+  moved_to_.reserve(kInitialRecords);
+  left_granules_.reserve(kInitialRecords);
+  young_.reserve(8);
+  spare_.reserve(8);
   index_.assign(spaces_.size(), {});
   mask_.assign(spaces_.size(), 0);
   new_addr_.assign(spaces_.size(), {});
@@ -933,6 +944,7 @@ std::int64_t StaleTracker::card_range(std::uint32_t* cards, const std::uint64_t*
                                       std::uint64_t bytes, std::uint64_t delta) noexcept {
   constexpr unsigned kShift = kMoveCardLog2 - 3;  // granule -> card
   static_assert(kShift == 5, "a start-bit word's two 32-bit halves are two cards, 2w and 2w + 1");
+  static_assert(std::endian::native == std::endian::little, "cards 2w and 2w + 1 are one 64-bit load, 2w the low half");
   const std::uint64_t g0 = (off + 7) >> 3, g1 = (off + bytes + 7) >> 3;  // the granules starting inside
   if (g0 >= g1) return 0;
   const std::uint64_t dg = static_cast<std::uint64_t>(static_cast<std::int64_t>(delta) >> 3);  // delta in granules
@@ -945,47 +957,57 @@ std::int64_t StaleTracker::card_range(std::uint32_t* cards, const std::uint64_t*
     ++carded;
     return true;
   };
+  // Cards the starts of word w that lie in the range (`bits`, non-zero; `word` is the whole
+  // word); returns the first start that could not be carded, or g1.
+  auto card_word = [&](std::uint64_t w, std::uint64_t word, std::uint64_t bits) {
+    std::uint32_t* const pair = cards + 2 * w;
+    const std::uint32_t in_low = static_cast<std::uint32_t>(bits), in_high = static_cast<std::uint32_t>(bits >> 32);
+    std::uint64_t both;
+    std::memcpy(&both, pair, 8);
+    // Neither half holds two starts (the usual case: with the default min_tracked_size of 256
+    // bytes no two tracked objects start in one card), and the cards of the range's starts are
+    // free. The first test takes both halves at once, subtracting 1 from each: a low half of 0
+    // borrows from the high one, which is then tested as high & (high - 2), still 0 for a
+    // single bit except bit 32 alone; and it wants both cards free, where a neighbouring range
+    // may have taken the other one. Either miss is decided exactly, half by half.
+    const bool simple =
+        ((word & (word - 0x0000000100000001u)) | both) == 0 ||
+        ((((static_cast<std::uint32_t>(word) & (static_cast<std::uint32_t>(word) - 1)) |
+           (static_cast<std::uint32_t>(word >> 32) & (static_cast<std::uint32_t>(word >> 32) - 1))) == 0) &&
+         !(in_low != 0 && static_cast<std::uint32_t>(both) != 0) && !(in_high != 0 && (both >> 32) != 0));
+    if (simple) [[likely]] {
+      // At most one start per card, cards 2w and 2w + 1: both written, with no loop over the bits.
+      const std::uint32_t base = static_cast<std::uint32_t>((w << 6) + dg) + 1;
+      if (in_low != 0) {
+        pair[0] = base + static_cast<std::uint32_t>(std::countr_zero(in_low));
+        ++carded;
+      }
+      if (in_high != 0) {
+        pair[1] = base + 32 + static_cast<std::uint32_t>(std::countr_zero(in_high));
+        ++carded;
+      }
+      return g1;
+    }
+    // A crowded word, or a start's card already taken (a start moved twice): its starts one at
+    // a time, each card_one's own, up to the one that fails.
+    const std::uint64_t from = (w << 6) | static_cast<unsigned>(std::countr_zero(bits));
+    const std::uint64_t end = std::min(g1, (w + 1) << 6);
+    const std::uint64_t at = each_start_until(starts, from, end, card_one);
+    return at != end ? at : g1;
+  };
   const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
   std::uint64_t stopped = g1;  // the first start that could not be carded, or g1
-  std::uint64_t mask = head_mask(g0);
-  for (std::uint64_t w = first;; ++w) {
-    if (w == last) mask &= tail_mask(g1);
-    const std::uint64_t word = starts[w];
-    const std::uint64_t bits = word & mask;
-    mask = ~std::uint64_t{0};
-    if (bits != 0) {
-      const std::uint32_t low = static_cast<std::uint32_t>(word), high = static_cast<std::uint32_t>(word >> 32);
-      if (((low & (low - 1)) | (high & (high - 1))) == 0) {
-        // Neither half holds two starts (the usual case: with the default min_tracked_size of
-        // 256 bytes no two tracked objects start in one card), so the word's starts in range are
-        // at most one per card, its cards 2w and 2w + 1: both checked, then both written, with
-        // no loop over the bits (~10 instructions less per start than one at a time).
-        const std::uint32_t in_low = static_cast<std::uint32_t>(bits), in_high = static_cast<std::uint32_t>(bits >> 32);
-        std::uint32_t* const pair = cards + 2 * w;
-        if ((in_low != 0 && pair[0] != 0) || (in_high != 0 && pair[1] != 0)) {
-          stopped = (w << 6) | static_cast<unsigned>(std::countr_zero(bits));
-          break;
-        }
-        const std::uint32_t base = static_cast<std::uint32_t>((w << 6) + dg) + 1;
-        if (in_low != 0) {
-          pair[0] = base + static_cast<std::uint32_t>(std::countr_zero(in_low));
-          ++carded;
-        }
-        if (in_high != 0) {
-          pair[1] = base + 32 + static_cast<std::uint32_t>(std::countr_zero(in_high));
-          ++carded;
-        }
-      } else {
-        // A crowded word: its starts one at a time, each card_one's own.
-        const std::uint64_t end = std::min(g1, (w + 1) << 6);
-        if (const std::uint64_t at = each_start_until(starts, std::max(g0, w << 6), end, card_one); at != end) {
-          stopped = at;
-          break;
-        }
-      }
-    }
-    if (w == last) break;
-  }
+  // The first word and the last one carry the range's masks; the loop between tests one bound,
+  // and whether it stopped only after a word with starts.
+  std::uint64_t head = head_mask(g0);
+  if (first == last) head &= tail_mask(g1);
+  if (const std::uint64_t bits = starts[first] & head; bits != 0) stopped = card_word(first, starts[first], bits);
+  if (stopped == g1)
+    for (std::uint64_t w = first + 1; w < last; ++w)
+      if (const std::uint64_t word = starts[w]; word != 0)
+        if (stopped = card_word(w, word, word); stopped != g1) break;
+  if (stopped == g1 && last > first)
+    if (const std::uint64_t bits = starts[last] & tail_mask(g1); bits != 0) stopped = card_word(last, starts[last], bits);
   if (stopped == g1) return carded;
   // The starts before it were carded (their cards were free, and no other thread writes the
   // card of an object that starts there): they go back to free.

@@ -327,4 +327,57 @@ TEST_CASE("collector hooks: a range of sparse tracked objects moves every one of
   CHECK(prof->protocol_status().ok());
 }
 
+// A range's cards at the edges of card_range's word-at-a-time path: a start alone at bit 32 of
+// its word of start bits (the low half empty, which the one test of both halves treats as
+// crowded), two ranges that share a word (the second finds the first's card taken in the other
+// half), two tracked starts in one card (small objects: the range cannot be carded and is
+// logged) and a range over several whole words. Checked or short, traced or not, each object
+// must end up at its new place, accessed or idle as it was.
+TEST_CASE("collector hooks: range moves at the edges of the card path land where they moved", "[core][profiler]") {
+  const bool checks = GENERATE(true, false);
+  const bool traced = GENERATE(false, true);
+  INFO("hook checks " << checks << ", trace " << traced);
+  constexpr std::uint64_t kHalf = 32 * 1024;
+  test::FakeHeap heap(2 * kHalf);
+  std::vector<LeakReport> got;
+  Setup setup = make_profiler(heap, 128, checks, traced, got);
+  Profiler* const prof = setup.prof.get();
+  ThreadState& thread = *setup.thread;
+  struct Object {
+    std::uint64_t off, size;
+    bool accessed;
+  };
+  // A word of start bits covers 512 bytes, a card 256.
+  const std::vector<Object> objects = {
+      {256, 256, false},                                          // word 0: bit 32 alone
+      {512, 256, true},    {768, 256, false},                     // word 1: one range each
+      {1024, 128, false},  {1152, 128, true}, {1280, 256, false}, // word 2: two starts in card 4
+      {1536, 256, false},  {1792, 512, true}, {2304, 256, false}, // words 3 to 6: one range
+      {2560, 1024, false},
+  };
+  for (const Object& ob : objects) prof->on_alloc(thread, 1, 1, heap.at(ob.off), ob.size);
+  REQUIRE(prof->gc_begin(GcKind::kFull).ok());
+  REQUIRE(prof->gc_end().ok());  // epoch 0 ends: every object is tracked
+  for (const Object& ob : objects)
+    if (ob.accessed) access<>(thread, prof->bitmap(0), heap.at(ob.off));
+  REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
+  auto move = [&](std::uint64_t off, std::uint64_t bytes) { prof->on_move_range(heap.at(off), heap.at(off + kHalf), bytes); };
+  move(256, 256);
+  move(512, 256);
+  move(768, 256);
+  move(1024, 512);
+  move(1536, 2048);
+  prof->on_free_range(heap.at(0), kHalf);
+  REQUIRE(prof->gc_end().ok());
+  CHECK(got.empty());
+  // Epoch 2 ends: the objects not accessed in epoch 1 are two epochs idle, at their new places.
+  std::vector<Address> want;
+  for (const Object& ob : objects)
+    if (!ob.accessed) want.push_back(heap.at(ob.off + kHalf));
+  CHECK(leaks_after_an_idle_epoch(*prof, got) == want);
+  CHECK(prof->stats().tracked_live == objects.size());
+  CHECK(prof->stats().moves == 5u);
+  CHECK(prof->protocol_status().ok());
+}
+
 }  // namespace test_hook_short_paths
