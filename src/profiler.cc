@@ -840,28 +840,32 @@ Status Profiler::gc_begin(GcKind kind) {
     std::vector<internal::PendingResize>& resizes = st.gc_resizes;
     resizes.swap(st.orphaned_resizes);
     st.orphaned_resizes.clear();
-    for (const auto& t : st.threads) {
-      // Mutators are stopped: their buffers go out now, so every alloc of this epoch precedes
-      // the gc-begin record in the file.
-      if (EventBuffer* b = t->buffer()) b->flush();
-      st.objects_tracked.fetch_add(st.tracker.add(t->pending_tracked()), std::memory_order_relaxed);
-      t->pending_tracked().clear();
-      // The thread's records change hands (no copy): most die in this GC and never reach the table.
-      st.objects_tracked.fetch_add(st.tracker.adopt_young(t->pending_records(), t->unclaimed_records()),
-                                   std::memory_order_relaxed);
-      t->unclaimed_records() = 0;
-      resizes.insert(resizes.end(), t->pending_resizes().begin(), t->pending_resizes().end());
-      t->pending_resizes().clear();
-      const std::uint64_t own = t->allocated_bytes.load(std::memory_order_relaxed);
-      objects += t->allocated_objects.load(std::memory_order_relaxed);
-      bytes += own;
-      st.clocks.record(t->clock_slot(), e, own);
-      t->reset_cache();
-      t->pending_marks.merge();  // before the harvest below: the marks belong to this epoch
+    {
+      // One lock for every thread's clock and the program's.
+      internal::ProgressClocks::Recorder clocks = st.clocks.recorder();
+      for (const auto& t : st.threads) {
+        // Mutators are stopped: their buffers go out now, so every alloc of this epoch precedes
+        // the gc-begin record in the file.
+        if (EventBuffer* b = t->buffer()) b->flush();
+        st.objects_tracked.fetch_add(st.tracker.add(t->pending_tracked()), std::memory_order_relaxed);
+        t->pending_tracked().clear();
+        // The thread's records change hands (no copy): most die in this GC and never reach the table.
+        st.objects_tracked.fetch_add(st.tracker.adopt_young(t->pending_records(), t->unclaimed_records()),
+                                     std::memory_order_relaxed);
+        t->unclaimed_records() = 0;
+        resizes.insert(resizes.end(), t->pending_resizes().begin(), t->pending_resizes().end());
+        t->pending_resizes().clear();
+        const std::uint64_t own = t->allocated_bytes.load(std::memory_order_relaxed);
+        objects += t->allocated_objects.load(std::memory_order_relaxed);
+        bytes += own;
+        clocks.record(t->clock_slot(), e, own);
+        t->reset_cache();
+        t->pending_marks.merge();  // before the harvest below: the marks belong to this epoch
+      }
+      st.objects_tracked.fetch_add(st.tracker.resize(resizes), std::memory_order_relaxed);
+      resizes.clear();
+      clocks.record_program(e, bytes);
     }
-    st.objects_tracked.fetch_add(st.tracker.resize(resizes), std::memory_order_relaxed);
-    resizes.clear();
-    st.clocks.record_program(e, bytes);
     rebind_detached_owners(st);
   }
   st.bytes_at_gc = bytes;

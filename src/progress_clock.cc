@@ -33,10 +33,7 @@ void ProgressClocks::close(std::uint32_t slot) {
   any_closed_.store(true, std::memory_order_relaxed);
 }
 
-void ProgressClocks::record_program(std::uint64_t epoch, std::uint64_t bytes) { record(kProgram, epoch, bytes); }
-
-void ProgressClocks::record(std::uint32_t slot, std::uint64_t epoch, std::uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mutex_);
+void ProgressClocks::record_locked(std::uint32_t slot, std::uint64_t epoch, std::uint64_t bytes) {
   Slot& s = slots_[slot];
   if (epoch < s.first_epoch) return;
   // One value per gc_begin; a thread attached in the middle of an epoch gets its first at the
@@ -44,10 +41,16 @@ void ProgressClocks::record(std::uint32_t slot, std::uint64_t epoch, std::uint64
   const std::uint64_t i = epoch - s.first_epoch;
   // The slot has room for a few dozen epochs from open() (or the constructor, the program's):
   // a fresh profiler's first GCs otherwise grew the vector at 1, 2, 4 and 8 values, an
-  // allocation and a copy each inside gc_begin.
-  if (s.bytes.size() <= i) s.bytes.resize(i + 1, s.bytes.empty() ? 0 : s.bytes.back());
-  s.bytes[i] = bytes;
-  const std::uint64_t before = i > 0 ? s.bytes[i - 1] : 0;
+  // allocation and a copy each inside gc_begin. The usual call appends the next epoch's value.
+  const std::size_t n = s.bytes.size();
+  const std::uint64_t last = n == 0 ? 0 : s.bytes.back();
+  const std::uint64_t before = i == 0 ? 0 : (i <= n ? s.bytes[i - 1] : last);
+  if (i < n) {
+    s.bytes[i] = bytes;
+  } else {
+    if (i > n) s.bytes.resize(i, last);
+    s.bytes.push_back(bytes);
+  }
   if (bytes > before) s.busiest = std::max(s.busiest, bytes - before);
 }
 

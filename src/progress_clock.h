@@ -31,9 +31,21 @@ class ProgressClocks {
   std::uint32_t open(std::uint64_t epoch);
   // The thread of `slot` detached: the slot is released at the next release_ended().
   void close(std::uint32_t slot);
-  // At gc_begin(epoch), mutators stopped: the program's bytes, then each attached thread's.
-  void record_program(std::uint64_t epoch, std::uint64_t bytes);
-  void record(std::uint32_t slot, std::uint64_t epoch, std::uint64_t bytes);
+  // At gc_begin(epoch), mutators stopped: each attached thread's bytes and the program's, all
+  // under one lock (a Recorder holds it while it lives).
+  class Recorder {
+   public:
+    explicit Recorder(ProgressClocks& c) : lock_(c.mutex_), c_(&c) {}
+    void record(std::uint32_t slot, std::uint64_t epoch, std::uint64_t bytes) { c_->record_locked(slot, epoch, bytes); }
+    void record_program(std::uint64_t epoch, std::uint64_t bytes) { c_->record_locked(kProgram, epoch, bytes); }
+
+   private:
+    std::unique_lock<std::mutex> lock_;
+    ProgressClocks* c_;
+  };
+  Recorder recorder() { return Recorder(*this); }
+  void record_program(std::uint64_t epoch, std::uint64_t bytes) { recorder().record_program(epoch, bytes); }
+  void record(std::uint32_t slot, std::uint64_t epoch, std::uint64_t bytes) { recorder().record(slot, epoch, bytes); }
   // Slots closed since the last release (their objects must be rebound first). Asked at every
   // gc_begin, and almost always false: a flag read without the lock, written under it; a
   // detach racing with the read is seen at the next gc_begin.
@@ -103,6 +115,7 @@ class ProgressClocks {
   }
 
   static constexpr std::size_t kInitialEpochs = 64;  // values a slot holds before it grows
+  void record_locked(std::uint32_t slot, std::uint64_t epoch, std::uint64_t bytes);
 
   mutable std::mutex mutex_;  // attach/detach from any thread against the collector's reads
   std::vector<Slot> slots_{Slot{0, {}, true, false}};
