@@ -142,6 +142,7 @@ struct ProfilerState {
   std::vector<Address> gc_frees;
   std::vector<FreeRangeLog> gc_free_ranges;
   std::vector<PendingResize> gc_resizes;
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> gc_clock_values;  // gc_begin's (clock slot, bytes) per thread
   // report_survivors' findings for gc_end, in place of the collector threads' logs: the dead,
   // the moved that did not go into the cards, and how many did. `survivors_this_gc`: the GC
   // open now takes them (wants_object_events() is false).
@@ -395,6 +396,7 @@ Profiler::Profiler(ProfilerOptions options)
   state_->gc_ranges.reserve(kInitialLog);
   state_->gc_frees.reserve(kInitialLog);
   state_->gc_free_ranges.reserve(kInitialLog);
+  state_->gc_clock_values.reserve(16);
   if (check_hooks_)
     state_->checker = std::make_unique<internal::HookChecker>(
         [this](std::string_view hook, Address addr, std::string what) { protocol_error(hook, addr, std::move(what)); });
@@ -840,30 +842,34 @@ Status Profiler::gc_begin(GcKind kind) {
     std::vector<internal::PendingResize>& resizes = st.gc_resizes;
     resizes.swap(st.orphaned_resizes);
     st.orphaned_resizes.clear();
+    std::vector<std::pair<std::uint32_t, std::uint64_t>>& clock_values = st.gc_clock_values;
+    clock_values.clear();
+    for (const auto& t : st.threads) {
+      // Mutators are stopped: their buffers go out now, so every alloc of this epoch precedes
+      // the gc-begin record in the file.
+      if (EventBuffer* b = t->buffer()) b->flush();
+      st.objects_tracked.fetch_add(st.tracker.add(t->pending_tracked()), std::memory_order_relaxed);
+      t->pending_tracked().clear();
+      // The thread's records change hands (no copy): most die in this GC and never reach the table.
+      st.objects_tracked.fetch_add(st.tracker.adopt_young(t->pending_records(), t->unclaimed_records()),
+                                   std::memory_order_relaxed);
+      t->unclaimed_records() = 0;
+      resizes.insert(resizes.end(), t->pending_resizes().begin(), t->pending_resizes().end());
+      t->pending_resizes().clear();
+      const std::uint64_t own = t->allocated_bytes.load(std::memory_order_relaxed);
+      objects += t->allocated_objects.load(std::memory_order_relaxed);
+      bytes += own;
+      clock_values.emplace_back(t->clock_slot(), own);
+      t->reset_cache();
+      t->pending_marks.merge();  // before the harvest below: the marks belong to this epoch
+    }
+    st.objects_tracked.fetch_add(st.tracker.resize(resizes), std::memory_order_relaxed);
+    resizes.clear();
     {
-      // One lock for every thread's clock and the program's.
+      // Every thread's clock and the program's under one lock, taken after the threads'
+      // buffers flushed: the clocks' lock is a leaf, held around nothing else.
       internal::ProgressClocks::Recorder clocks = st.clocks.recorder();
-      for (const auto& t : st.threads) {
-        // Mutators are stopped: their buffers go out now, so every alloc of this epoch precedes
-        // the gc-begin record in the file.
-        if (EventBuffer* b = t->buffer()) b->flush();
-        st.objects_tracked.fetch_add(st.tracker.add(t->pending_tracked()), std::memory_order_relaxed);
-        t->pending_tracked().clear();
-        // The thread's records change hands (no copy): most die in this GC and never reach the table.
-        st.objects_tracked.fetch_add(st.tracker.adopt_young(t->pending_records(), t->unclaimed_records()),
-                                     std::memory_order_relaxed);
-        t->unclaimed_records() = 0;
-        resizes.insert(resizes.end(), t->pending_resizes().begin(), t->pending_resizes().end());
-        t->pending_resizes().clear();
-        const std::uint64_t own = t->allocated_bytes.load(std::memory_order_relaxed);
-        objects += t->allocated_objects.load(std::memory_order_relaxed);
-        bytes += own;
-        clocks.record(t->clock_slot(), e, own);
-        t->reset_cache();
-        t->pending_marks.merge();  // before the harvest below: the marks belong to this epoch
-      }
-      st.objects_tracked.fetch_add(st.tracker.resize(resizes), std::memory_order_relaxed);
-      resizes.clear();
+      for (const auto& [slot, own] : clock_values) clocks.record(slot, e, own);
       clocks.record_program(e, bytes);
     }
     rebind_detached_owners(st);

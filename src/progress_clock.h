@@ -32,7 +32,8 @@ class ProgressClocks {
   // The thread of `slot` detached: the slot is released at the next release_ended().
   void close(std::uint32_t slot);
   // At gc_begin(epoch), mutators stopped: each attached thread's bytes and the program's, all
-  // under one lock (a Recorder holds it while it lives).
+  // under one lock (a Recorder holds it while it lives; the clocks' lock is a leaf: hold
+  // nothing else under it).
   class Recorder {
    public:
     explicit Recorder(ProgressClocks& c) : lock_(c.mutex_), c_(&c) {}

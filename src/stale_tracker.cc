@@ -973,7 +973,6 @@ std::int64_t StaleTracker::card_range(std::uint32_t* cards, const std::uint64_t*
                                       std::uint64_t bytes, std::uint64_t delta) noexcept {
   constexpr unsigned kShift = kMoveCardLog2 - 3;  // granule -> card
   static_assert(kShift == 5, "a start-bit word's two 32-bit halves are two cards, 2w and 2w + 1");
-  static_assert(std::endian::native == std::endian::little, "cards 2w and 2w + 1 are one 64-bit load, 2w the low half");
   const std::uint64_t g0 = (off + 7) >> 3, g1 = (off + bytes + 7) >> 3;  // the granules starting inside
   if (g0 >= g1) return 0;
   const std::uint64_t dg = static_cast<std::uint64_t>(static_cast<std::int64_t>(delta) >> 3);  // delta in granules
@@ -991,20 +990,20 @@ std::int64_t StaleTracker::card_range(std::uint32_t* cards, const std::uint64_t*
   auto card_word = [&](std::uint64_t w, std::uint64_t word, std::uint64_t bits) {
     std::uint32_t* const pair = cards + 2 * w;
     const std::uint32_t in_low = static_cast<std::uint32_t>(bits), in_high = static_cast<std::uint32_t>(bits >> 32);
-    std::uint64_t both;
-    std::memcpy(&both, pair, 8);
     // Neither half holds two starts (the usual case: with the default min_tracked_size of 256
-    // bytes no two tracked objects start in one card), and the cards of the range's starts are
-    // free. The first test takes both halves at once, subtracting 1 from each: a low half of 0
-    // borrows from the high one, which is then tested as high & (high - 2), still 0 for a
-    // single bit except bit 32 alone; and it wants both cards free, where a neighbouring range
-    // may have taken the other one. Either miss is decided exactly, half by half.
-    const bool simple =
-        ((word & (word - 0x0000000100000001u)) | both) == 0 ||
-        ((((static_cast<std::uint32_t>(word) & (static_cast<std::uint32_t>(word) - 1)) |
-           (static_cast<std::uint32_t>(word >> 32) & (static_cast<std::uint32_t>(word >> 32) - 1))) == 0) &&
-         !(in_low != 0 && static_cast<std::uint32_t>(both) != 0) && !(in_high != 0 && (both >> 32) != 0));
-    if (simple) [[likely]] {
+    // bytes no two tracked objects start in one card): one test for both halves, subtracting 1
+    // from each at once. A low half of 0 borrows from the high one, which is then tested as
+    // high & (high - 2): still 0 for a single bit except bit 32 alone, which the exact test
+    // of the halves then decides.
+    const bool one_per_half =
+        (word & (word - 0x0000000100000001u)) == 0 ||
+        ((static_cast<std::uint32_t>(word) & (static_cast<std::uint32_t>(word) - 1)) |
+         (static_cast<std::uint32_t>(word >> 32) & (static_cast<std::uint32_t>(word >> 32) - 1))) == 0;
+    // And the cards of the range's starts are free (a taken one is a start moved twice). Only
+    // those are read: the word's other card may be a neighbouring range's, which another
+    // collector thread may be writing.
+    const bool free = !(in_low != 0 && pair[0] != 0) && !(in_high != 0 && pair[1] != 0);
+    if (one_per_half && free) [[likely]] {
       // At most one start per card, cards 2w and 2w + 1: both written, with no loop over the bits.
       const std::uint32_t base = static_cast<std::uint32_t>((w << 6) + dg) + 1;
       if (in_low != 0) {
@@ -1017,8 +1016,8 @@ std::int64_t StaleTracker::card_range(std::uint32_t* cards, const std::uint64_t*
       }
       return g1;
     }
-    // A crowded word, or a start's card already taken (a start moved twice): its starts one at
-    // a time, each card_one's own, up to the one that fails.
+    // A crowded word, or a start's card already taken: its starts one at a time, each
+    // card_one's own, up to the one that fails.
     const std::uint64_t from = (w << 6) | static_cast<unsigned>(std::countr_zero(bits));
     const std::uint64_t end = std::min(g1, (w + 1) << 6);
     const std::uint64_t at = each_start_until(starts, from, end, card_one);

@@ -329,9 +329,9 @@ TEST_CASE("collector hooks: a range of sparse tracked objects moves every one of
 
 // A range's cards at the edges of card_range's word-at-a-time path: a start alone at bit 32 of
 // its word of start bits (the low half empty, which the one test of both halves treats as
-// crowded), two ranges that share a word (the second finds the first's card taken in the other
-// half), two tracked starts in one card (small objects: the range cannot be carded and is
-// logged) and a range over several whole words. Checked or short, traced or not, each object
+// crowded), two ranges that share a word (each cards its own half, the other's card taken),
+// two tracked starts in one card (small objects: the range cannot be carded and is logged) and
+// a range over several whole words. Checked or short, traced or not, each object
 // must end up at its new place, accessed or idle as it was.
 TEST_CASE("collector hooks: range moves at the edges of the card path land where they moved", "[core][profiler]") {
   const bool checks = GENERATE(true, false);
