@@ -891,8 +891,7 @@ Status Profiler::gc_begin(GcKind kind) {
   // Harvest the epoch's bits: swap each bitmap (the mutator-visible part is one pointer
   // exchange) and dump them; gc_end applies them to the tracked objects at their pre-GC
   // addresses, in the tracker's one pass over its records.
-  st.held_bits.resize(st.bitmaps.size());
-  st.held_words.resize(st.bitmaps.size());
+  // held_bits and held_words have a slot per space from add_space (no space is added later).
   for (std::size_t s = 0; s < st.bitmaps.size(); ++s) {
     auto snap = st.bitmaps[s]->snapshot_and_clear();
     if (!snap.ok()) {

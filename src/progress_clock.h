@@ -45,8 +45,6 @@ class ProgressClocks {
     ProgressClocks* c_;
   };
   Recorder recorder() { return Recorder(*this); }
-  void record_program(std::uint64_t epoch, std::uint64_t bytes) { recorder().record_program(epoch, bytes); }
-  void record(std::uint32_t slot, std::uint64_t epoch, std::uint64_t bytes) { recorder().record(slot, epoch, bytes); }
   // Slots closed since the last release (their objects must be rebound first). Asked at every
   // gc_begin, and almost always false: a flag read without the lock, written under it; a
   // detach racing with the read is seen at the next gc_begin.

@@ -1002,8 +1002,8 @@ std::int64_t StaleTracker::card_range(std::uint32_t* cards, const std::uint64_t*
     // And the cards of the range's starts are free (a taken one is a start moved twice). Only
     // those are read: the word's other card may be a neighbouring range's, which another
     // collector thread may be writing.
-    const bool free = !(in_low != 0 && pair[0] != 0) && !(in_high != 0 && pair[1] != 0);
-    if (one_per_half && free) [[likely]] {
+    const bool cards_free = !(in_low != 0 && pair[0] != 0) && !(in_high != 0 && pair[1] != 0);
+    if (one_per_half && cards_free) [[likely]] {
       // At most one start per card, cards 2w and 2w + 1: both written, with no loop over the bits.
       const std::uint32_t base = static_cast<std::uint32_t>((w << 6) + dg) + 1;
       if (in_low != 0) {
