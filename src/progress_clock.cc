@@ -21,7 +21,6 @@ std::uint32_t ProgressClocks::open(std::uint64_t epoch) {
   // record, inside a GC's gc_begin (resize doubles after that).
   s.bytes.reserve(kInitialEpochs);
   s.busiest = 0;
-  s.in_use = true;
   s.closed = false;
   return slot;
 }
@@ -64,7 +63,7 @@ void ProgressClocks::release_closed() {
   for (std::uint32_t i = 1; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
     if (!s.closed) continue;
-    s.closed = s.in_use = false;
+    s.closed = false;
     free_.push_back(i);
   }
   any_closed_.store(false, std::memory_order_relaxed);

@@ -57,7 +57,7 @@ class ProgressClocks {
     std::uint64_t first_epoch = 0;     // the first gc_begin it saw
     std::vector<std::uint64_t> bytes;  // at gc_begin(first_epoch + i)
     std::uint64_t busiest = 0;         // largest step between two consecutive values (the first from 0)
-    bool in_use = false, closed = false;
+    bool closed = false;               // its thread detached; released at the next release_closed()
   };
 
  public:
@@ -117,7 +117,9 @@ class ProgressClocks {
   void record_locked(std::uint32_t slot, std::uint64_t epoch, std::uint64_t bytes);
 
   mutable std::mutex mutex_;  // attach/detach from any thread against the collector's reads
-  std::vector<Slot> slots_{Slot{0, {}, true, false}};
+  // The program's clock, which never closes. Its busiest step starts at 0 like every thread's
+  // (the offline analyzer's busiest epoch does): an automatic threshold is what was allocated.
+  std::vector<Slot> slots_{Slot{}};
   std::vector<std::uint32_t> free_;
   std::atomic<bool> any_closed_{false};
 };

@@ -181,4 +181,34 @@ TEST_CASE("Staleness clock: reports match a model of per-thread progress, pauses
   CHECK(tally.held_back > 20 * runs);
 }
 
+TEST_CASE("Staleness clock: the program's automatic threshold is its busiest epoch, 0 before any allocation",
+          "[core][stale][clock]") {
+  objprof::test::ProfilerRig rig(1 << 20, [](ProfilerOptions& o) { o.stale_after_bytes = ProfilerOptions::kAutoStaleBytes; });
+  REQUIRE(rig.prof->define_type({1, "Obj", 0, false}).ok());
+  REQUIRE(rig.prof->define_site({1, 0, "clock", 0}).ok());
+  std::size_t bump = 0;
+  auto alloc = [&](std::uint64_t size) {
+    rig.prof->on_alloc(*rig.thread, 1, 1, rig.at(bump), size);
+    bump += size;
+  };
+  // Nothing allocated yet: the busiest epoch allocated nothing, as the trace's analysis says.
+  rig.gc();
+  CHECK(rig.prof->stats().stale_bytes_threshold == 0);
+  rig.gc();
+  CHECK(rig.prof->stats().stale_bytes_threshold == 0);
+  alloc(1024);
+  alloc(2048);
+  rig.gc();
+  CHECK(rig.prof->stats().stale_bytes_threshold == 3072);
+  alloc(1024);
+  rig.gc();
+  CHECK(rig.prof->stats().stale_bytes_threshold == 3072);
+  alloc(4096);
+  alloc(8);
+  rig.gc();
+  CHECK(rig.prof->stats().stale_bytes_threshold == 4104);
+  const analysis::TraceAnalysis a = rig.analyze();
+  CHECK(a.busiest_epoch_bytes == 4104);
+}
+
 }  // namespace test_progress_clock
