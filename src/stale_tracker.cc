@@ -348,8 +348,10 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const BitmapSnapshot* co
       }
       // With moves the pass leaves the dead's start bits: every start bit under a freed bit is
       // a dead record's (or a moved one's, which goes anyway), and they go a word at a time
-      // afterwards (no write per dead record).
-      const bool any_freed = mark_freed(s, frees, free_ranges);
+      // afterwards (no write per dead record). A GC whose one death is one range (a copying
+      // collector's evacuated area) sets no bits at all: sweep_table tests the range.
+      const bool one_range = frees.empty() && free_ranges.size() == 1;
+      const bool any_freed = !one_range && mark_freed(s, frees, free_ranges);
       res.freed += sweep_table(s, bits_of(s), epoch, any_freed, moves, hook_carded, frees, free_ranges, res);
     }
     return res;
@@ -621,10 +623,11 @@ struct MovedOut {
 // move's `to` (`find`: the move's position or -1). Start bits are left alone: the caller
 // retires the dead's, clears the sources' and claims the destinations' afterwards. Returns the
 // number that died. Locals only: the loop keeps everything in registers (every record of a GC).
-// Only a table's records can carry the dead tag (kill_freed), never the young ones
-// (kMayBeTagged false), and with `kFreed` false no record dies: the loop tests neither, since
-// a dead young record, most of a GC's records, is otherwise all it costs (scimark's mark-sweep:
-// 14 instructions each, 9 without the two tests).
+// No record here carries the dead tag: only build_index tags, when two records share a start,
+// and a start claimed twice sends the GC to the index path, which erases what it tagged. With
+// NoneFreed no record dies: the loop then tests nothing, since a
+// dead young record, most of a GC's records, is otherwise all it costs (scimark's mark-sweep:
+// 14 instructions each, 9 without the tests).
 // A survivor's part of the pass (keep_moved, keep_young_avx2): its last access, its move, and
 // the record copied to `kept`. The pointers are members of a local Keeper, which the loops keep
 // in registers.
@@ -645,8 +648,11 @@ struct Keeper {
   // `source_retired`: a moved record under a freed bit (only the hooks' cards leave one:
   // HookCardMoves) needs no `from`: its start bit goes with the freed bits' (retire_freed).
   OBJPROF_ALWAYS_INLINE void keep(const TrackedRecord* in, std::uint32_t g, bool source_retired) {
+    keep_found(in, g, find(g), source_retired);
+  }
+  // The same with the move already found (ng: the find's answer).
+  OBJPROF_ALWAYS_INLINE void keep_found(const TrackedRecord* in, std::uint32_t g, std::int64_t ng, bool source_retired) {
     const bool marked = (g >> 3) < mark_bytes && ((marks[g >> 3] >> (g & 7)) & 1) != 0;
-    const std::int64_t ng = find(g);
     if (ng == kLeftSpace) {  // moved out of the space
       *left++ = g;
       return;
@@ -664,43 +670,52 @@ struct Keeper {
     ++kept;
   }
   MovedOut out() const noexcept { return MovedOut{kept, from, to, left}; }
-  // Of `visited` records that were not dead-tagged, those that died: neither kept nor moved out
+  // Of `visited` records, those that died: neither kept nor moved out
   // of the space.
   std::uint64_t dead_of(std::uint64_t visited) const noexcept {
     return visited - static_cast<std::uint64_t>(kept - first_kept) - static_cast<std::uint64_t>(left - first_left);
   }
 };
 
-template <bool kLiveBits, bool kMayBeTagged, bool kFreed, class Find>
-std::uint64_t keep_moved(const TrackedRecord* in, const TrackedRecord* end, MovedOut& out, const std::uint64_t* freed,
-                         const std::uint8_t* marks, std::size_t mark_bytes, std::uint32_t epoch, std::uint32_t dead,
-                         Find find) {
+// Which records a GC's deaths cover, by their first granule: the pass's one test of a record's
+// death. FreedBits: one bit per granule, set where the GC freed a start (kLiveBits: the live
+// start bits instead, clear where it did); FreedSpan: a GC whose only death is one range (a
+// copying collector's evacuated area), a compare per record and no bits to set and clear;
+// NoneFreed: nothing died.
+template <bool kLiveBits>
+struct FreedBits {
+  const std::uint64_t* words;
+  bool operator()(std::uint32_t g) const noexcept { return ((words[g >> 6] >> (g & 63)) & 1) != kLiveBits; }
+};
+struct FreedSpan {
+  std::uint32_t first, count;  // granules [first, first + count), count > 0
+  bool operator()(std::uint32_t g) const noexcept { return g - first < count; }
+};
+struct NoneFreed {
+  bool operator()(std::uint32_t) const noexcept { return false; }
+};
+
+template <class Freed, class Find>
+std::uint64_t keep_moved(const TrackedRecord* in, const TrackedRecord* end, MovedOut& out, Freed freed,
+                         const std::uint8_t* marks, std::size_t mark_bytes, std::uint32_t epoch, Find find) {
   Keeper<Find> k{out.kept, out.from, out.to, out.left, marks, mark_bytes, epoch, find};
   const TrackedRecord* const first = in;
-  std::uint64_t tagged = 0;
   for (; in != end; ++in) {
-    if constexpr (kMayBeTagged) {
-      if (in->site_type == dead) {
-        ++tagged;
+    const std::uint32_t g = in->granule;
+    if constexpr (!std::is_same_v<Freed, NoneFreed>) {
+      if (freed(g)) {
+        if constexpr (requires { k.find.moved(g); }) {
+          // Freed, unless its card says it moved (HookCardMoves): the card read once.
+          const std::int64_t ng = k.find(g);
+          if (ng >= 0) k.keep_found(in, g, ng, true);
+        }
         continue;
       }
     }
-    const std::uint32_t g = in->granule;
-    bool source_retired = false;
-    if constexpr (kFreed) {
-      if (((freed[g >> 6] >> (g & 63)) & 1) != static_cast<std::uint64_t>(kLiveBits)) {
-        if constexpr (requires { k.find.moved(g); }) {
-          if (!k.find.moved(g)) continue;  // freed, unless its card says it moved (HookCardMoves)
-          source_retired = true;
-        } else {
-          continue;
-        }
-      }
-    }
-    k.keep(in, g, source_retired);
+    k.keep(in, g, false);
   }
   out = k.out();
-  return k.dead_of(static_cast<std::uint64_t>(end - first) - tagged);
+  return k.dead_of(static_cast<std::uint64_t>(end - first));
 }
 
 // No record moves (a GC without moves).
@@ -709,99 +724,101 @@ struct NoMoves {
 };
 
 #if defined(__x86_64__)
-// keep_moved for young records with freed bits, eight at a time: most young records die in
-// their first GC (listleak: 39 in 40), and a dead one cost the scalar loop 9 instructions (13
-// with the hooks' cards), each its own branch. Here eight granules are gathered, their eight
-// bits (from the 32-bit halves of the bit words that hold them) and with the hooks' cards
-// their eight cards tested as vectors, and a group of eight dead records costs ~2 instructions
-// each (four at a time, with the bits as 64-bit words, took ~4); only the survivors of a group
-// are visited, the lanes telling which (and whether only its card kept it: source_retired).
-// Four at a time, then the scalar loop, take the last records, fewer than eight. Same records
-// kept, in the same order.
+// The lanes of eight young records whose granules `g` (lanes outside `valid` not read) no death
+// covers: per Freed policy, as vectors (keep_young_avx2). Bit g of FreedBits' words is bit g & 31
+// of their 32-bit half g >> 5 (little-endian).
+template <bool kLiveBits>
+__attribute__((target("avx2"), always_inline)) inline unsigned unfreed_lanes(const FreedBits<kLiveBits>& f, __m256i g,
+                                                                             __m256i valid) {
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i half = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), reinterpret_cast<const int*>(f.words),
+                                                   _mm256_srli_epi32(g, 5), valid, 4);
+  const __m256i bits = _mm256_and_si256(_mm256_srlv_epi32(half, _mm256_and_si256(g, _mm256_set1_epi32(31))), one);
+  const __m256i live = _mm256_cmpeq_epi32(bits, kLiveBits ? one : _mm256_setzero_si256());
+  return static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(live)));
+}
+__attribute__((target("avx2"), always_inline)) inline unsigned unfreed_lanes(const FreedSpan& f, __m256i g, __m256i) {
+  // g - first <= count - 1 (unsigned): inside the span, freed.
+  const __m256i x = _mm256_sub_epi32(g, _mm256_set1_epi32(static_cast<int>(f.first)));
+  const __m256i inside = _mm256_cmpeq_epi32(_mm256_min_epu32(x, _mm256_set1_epi32(static_cast<int>(f.count - 1))), x);
+  return ~static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(inside))) & 0xFFu;
+}
+
+// One group of eight young records at `group` (keep_young_avx2): `valid` (and its bits
+// `valid_bits`) the lanes to visit, the others neither read nor kept.
+template <class Freed, class Find>
+__attribute__((target("avx2"), always_inline)) inline void keep_group_of_eight(Keeper<Find>& k, const Freed& freed,
+                                                                              const TrackedRecord* group, __m256i valid,
+                                                                              unsigned valid_bits) {
+  const __m256i granule_lanes = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);  // in 32-bit units
+  const __m256i g =
+      _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), reinterpret_cast<const int*>(group), granule_lanes, valid, 4);
+  const unsigned by_bit = unfreed_lanes(freed, g, valid) & valid_bits;
+  unsigned by_card = 0;
+  if constexpr (requires { k.find.moved(0u); }) {
+    // Under a death, a record whose card says it moved lives (HookCardMoves).
+    const __m256i cards = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), reinterpret_cast<const int*>(k.find.cards),
+                                                      _mm256_srli_epi32(g, Find::kCardShift), valid, 4);
+    const unsigned empty =
+        static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(cards, _mm256_setzero_si256()))));
+    by_card = ~empty & ~by_bit & valid_bits;
+  }
+  // Survivors: the lanes of by_bit | by_card, in order.
+  for (unsigned lanes = by_bit | by_card; lanes != 0; lanes &= lanes - 1) {
+    const unsigned i = static_cast<unsigned>(std::countr_zero(lanes));
+    const std::uint32_t gi = group[i].granule;
+    if ((by_card >> i) & 1) {
+      // The card as the scalar loop reads it, after the group's earlier survivors took theirs.
+      const std::int64_t ng = k.find(gi);
+      if (ng >= 0) k.keep_found(group + i, gi, ng, true);
+    } else {
+      k.keep(group + i, gi, false);
+    }
+  }
+}
+
+// keep_moved for young records with deaths (a Freed other than NoneFreed), eight at a time:
+// most young records die in their first GC (listleak: 39 in 40), and a dead one cost the scalar
+// loop 9 instructions (13 with the hooks' cards), each its own branch. Here eight granules are
+// gathered, their eight death tests (unfreed_lanes) and with the hooks' cards their eight cards
+// tested as vectors, and a group of eight dead records costs ~2 instructions each; only the
+// survivors of a group are visited, the lanes telling which (and whether only its card kept it:
+// source_retired). The last records, fewer than eight, are one more group with the lanes past
+// the end masked off (the gathers do not read them). Same records kept, in the same order.
 static_assert(offsetof(TrackedRecord, granule) == 0 && sizeof(TrackedRecord) == 16);
-template <bool kLiveBits, class Find>
+template <class Freed, class Find>
 __attribute__((target("avx2"))) std::uint64_t keep_young_avx2(const TrackedRecord* in, const TrackedRecord* end,
-                                                                  MovedOut& out, const std::uint64_t* freed,
-                                                                  const std::uint8_t* marks, std::size_t mark_bytes,
-                                                                  std::uint32_t epoch, Find find) {
+                                                                  MovedOut& out, Freed freed, const std::uint8_t* marks,
+                                                                  std::size_t mark_bytes, std::uint32_t epoch, Find find) {
   Keeper<Find> k{out.kept, out.from, out.to, out.left, marks, mark_bytes, epoch, find};
   const TrackedRecord* const first = in;
-  // Survivors of a group: the lanes of by_bit | by_card, in order (by_card: only a card kept it).
-  auto keep_lanes = [&](const TrackedRecord* group, unsigned by_bit, unsigned by_card) {
-    for (unsigned lanes = by_bit | by_card; lanes != 0; lanes &= lanes - 1) {
-      const unsigned i = static_cast<unsigned>(std::countr_zero(lanes));
-      const std::uint32_t gi = group[i].granule;
-      const bool retired = ((by_card >> i) & 1) != 0;
-      // The card as the scalar loop reads it, after the group's earlier survivors took theirs.
-      if constexpr (requires { k.find.moved(0u); })
-        if (retired && !k.find.moved(gi)) continue;
-      k.keep(group + i, gi, retired);
-    }
-  };
-  {
-    // Bit g of the words is bit g & 31 of their 32-bit half g >> 5 (little-endian).
-    const __m256i granule_lanes = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);  // in 32-bit units
-    const __m256i low5 = _mm256_set1_epi32(31);
-    const __m256i one = _mm256_set1_epi32(1);
-    const int* const halves = reinterpret_cast<const int*>(freed);
-    for (; end - in >= 8; in += 8) {
-      const __m256i g = _mm256_i32gather_epi32(reinterpret_cast<const int*>(in), granule_lanes, 4);
-      const __m256i half = _mm256_i32gather_epi32(halves, _mm256_srli_epi32(g, 5), 4);
-      const __m256i bits = _mm256_and_si256(_mm256_srlv_epi32(half, _mm256_and_si256(g, low5)), one);
-      const __m256i live = _mm256_cmpeq_epi32(bits, kLiveBits ? one : _mm256_setzero_si256());
-      const unsigned by_bit = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(live)));
-      unsigned by_card = 0;
-      if constexpr (requires { find.moved(0u); }) {
-        const __m256i cards = _mm256_i32gather_epi32(reinterpret_cast<const int*>(find.cards),
-                                                     _mm256_srli_epi32(g, Find::kCardShift), 4);
-        const unsigned empty =
-            static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(cards, _mm256_setzero_si256()))));
-        by_card = ~empty & ~by_bit & 0xFFu;
-      }
-      if ((by_bit | by_card) != 0) keep_lanes(in, by_bit, by_card);
-    }
-  }
-  const __m128i granule_lanes = _mm_setr_epi32(0, 4, 8, 12);  // four records' granules, in 32-bit units
-  const __m128i low6 = _mm_set1_epi32(63);
-  const __m256i one = _mm256_set1_epi64x(1);
-  for (; end - in >= 4; in += 4) {
-    const __m128i g = _mm_i32gather_epi32(reinterpret_cast<const int*>(in), granule_lanes, 4);
-    const __m256i words = _mm256_i32gather_epi64(reinterpret_cast<const long long*>(freed), _mm_srli_epi32(g, 6), 8);
-    const __m256i bits = _mm256_and_si256(_mm256_srlv_epi64(words, _mm256_cvtepu32_epi64(_mm_and_si128(g, low6))), one);
-    // Lanes whose bit says the record lives (kLiveBits: set; otherwise clear).
-    const __m256i live = _mm256_cmpeq_epi64(bits, kLiveBits ? one : _mm256_setzero_si256());
-    const unsigned by_bit = static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(live)));
-    unsigned by_card = 0;
-    if constexpr (requires { find.moved(0u); }) {
-      // Under a freed bit, a record whose card says it moved lives (HookCardMoves).
-      const __m128i cards = _mm_i32gather_epi32(reinterpret_cast<const int*>(find.cards),
-                                                _mm_srli_epi32(g, Find::kCardShift), 4);
-      const unsigned empty = static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(cards, _mm_setzero_si128()))));
-      by_card = ~empty & ~by_bit & 0xFu;
-    }
-    keep_lanes(in, by_bit, by_card);
+  const __m256i lane_numbers = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i all = _mm256_set1_epi32(-1);
+  for (; end - in >= 8; in += 8) keep_group_of_eight(k, freed, in, all, 0xFFu);
+  if (const std::ptrdiff_t rest = end - in; rest > 0) {
+    const __m256i valid = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(rest)), lane_numbers);
+    keep_group_of_eight(k, freed, in, valid, (1u << rest) - 1);
+    in = end;
   }
   out = k.out();
-  const std::uint64_t dead = k.dead_of(static_cast<std::uint64_t>(in - first));
-  return dead + keep_moved<kLiveBits, false, true>(in, end, out, freed, marks, mark_bytes, epoch, 0, find);
+  return k.dead_of(static_cast<std::uint64_t>(in - first));
 }
 
 // The table's part of a GC without moves (sweep_unmoved: `live` holds the start bits, the dead's
 // already retired), four records at a time while none has died: most of a table's records live
 // through a GC (listleak: all 2,000 of its list nodes, every GC), and then the pass only has to
-// write the last access of the marked ones, in place. A group's four granules and site words are
-// gathered, their start bits (and the dead tag) and their access bits tested as vectors. The
+// write the last access of the marked ones, in place. A group's four granules are gathered,
+// their start bits and their access bits tested as vectors. The
 // first group with a death, and the last records (fewer than four, or near the end of the
 // snapshot's bytes), go to the scalar loop, which compacts from there on. Same records kept, in
 // the same order, as keep_moved alone; `out.kept` must be `in`.
 __attribute__((target("avx2"))) std::uint64_t keep_table_unmoved_avx2(TrackedRecord* in, const TrackedRecord* end,
                                                                          MovedOut& out, const std::uint64_t* live,
                                                                          const std::uint8_t* marks, std::size_t mark_bytes,
-                                                                         std::uint32_t epoch, std::uint32_t dead) {
+                                                                         std::uint32_t epoch) {
   const __m128i granule_lanes = _mm_setr_epi32(0, 4, 8, 12);  // four records' granules, in 32-bit units
   const __m128i low6 = _mm_set1_epi32(63);
   const __m256i one = _mm256_set1_epi64x(1);
-  const __m128i dead_tag = _mm_set1_epi32(static_cast<int>(dead));
   // Granules whose whole access-bit word lies inside the snapshot's bytes.
   const std::uint64_t mark_words = mark_bytes / 8;
   const __m128i in_marks = _mm_set1_epi32(static_cast<int>(std::min<std::uint64_t>(mark_words, 0x7FFF'FFFF)));
@@ -812,13 +829,11 @@ __attribute__((target("avx2"))) std::uint64_t keep_table_unmoved_avx2(TrackedRec
   const __m256i pick23 = _mm256_setr_epi32(4, 4, 4, 4, 6, 6, 6, 6);  // and of records 2, 3
   for (; end - in >= 4; in += 4) {
     const __m128i g = _mm_i32gather_epi32(reinterpret_cast<const int*>(in), granule_lanes, 4);
-    const __m128i site = _mm_i32gather_epi32(reinterpret_cast<const int*>(in) + 1, granule_lanes, 4);
     const __m128i words = _mm_srli_epi32(g, 6);
     const __m256i shift = _mm256_cvtepu32_epi64(_mm_and_si128(g, low6));
     const __m256i starts = _mm256_i32gather_epi64(reinterpret_cast<const long long*>(live), words, 8);
     const __m256i started = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_srlv_epi64(starts, shift), one), one);
-    const unsigned tagged = static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(site, dead_tag))));
-    if ((static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(started))) & ~tagged & 0xFu) != 0xFu) break;
+    if (static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(started))) != 0xFu) break;
     if (mark_words == 0) continue;
     // All four live: their access bits, from whole words of the snapshot (granules are below
     // 2^32, so their word indices compare as signed 32-bit lanes).
@@ -837,29 +852,19 @@ __attribute__((target("avx2"))) std::uint64_t keep_table_unmoved_avx2(TrackedRec
     _mm256_storeu_si256(pair + 1, _mm256_blendv_epi8(_mm256_loadu_si256(pair + 1), epochs, second_pair));
   }
   out.kept = in;  // every record before `in` was kept where it is
-  return keep_moved<true, true, true>(in, end, out, live, marks, mark_bytes, epoch, dead, NoMoves{});
+  return keep_moved(in, end, out, FreedBits<true>{live}, marks, mark_bytes, epoch, NoMoves{});
 }
 #endif
-
-// keep_moved with its tests chosen at compile time from `freed`.
-template <bool kLiveBits, bool kMayBeTagged, class Find>
-std::uint64_t keep_records(const TrackedRecord* in, const TrackedRecord* end, MovedOut& out, const std::uint64_t* freed,
-                           const std::uint8_t* marks, std::size_t mark_bytes, std::uint32_t epoch, std::uint32_t dead,
-                           Find find) {
-  if (freed != nullptr)
-    return keep_moved<kLiveBits, kMayBeTagged, true>(in, end, out, freed, marks, mark_bytes, epoch, dead, find);
-  return keep_moved<kLiveBits, kMayBeTagged, false>(in, end, out, freed, marks, mark_bytes, epoch, dead, find);
-}
 
 // The one pass over a table and, for the only space, the GC's young records (`young`, or null):
 // the table's survivors move down over its dead and the young's follow them, written through
 // out.kept into room made first for the worst case (RecordTable's allocator does not zero it);
-// the emptied young vectors go to `spare`. Returns the number that died.
-template <bool kLiveBits = false, class Find>
+// the emptied young vectors go to `spare`. `freed` tells the dead (a Freed policy). Returns the
+// number that died.
+template <class Freed, class Find>
 std::uint64_t one_pass(RecordTable& t, std::vector<std::vector<TrackedRecord>>* young,
-                       std::vector<std::vector<TrackedRecord>>& spare, const std::uint64_t* freed,
-                       std::span<const std::uint8_t> marks, std::uint32_t epoch, std::uint32_t dead_tag, MovedOut& out,
-                       Find find) {
+                       std::vector<std::vector<TrackedRecord>>& spare, Freed freed, std::span<const std::uint8_t> marks,
+                       std::uint32_t epoch, MovedOut& out, Find find) {
   std::size_t room = 0;
   if (young)
     for (const auto& y : *young) room += y.size();
@@ -867,25 +872,31 @@ std::uint64_t one_pass(RecordTable& t, std::vector<std::vector<TrackedRecord>>* 
   t.resize(old + room);
   out.kept = t.data();
 #if defined(__x86_64__)
-  const bool vectors = freed != nullptr && bitmap_scan_path() == BitmapScan::kAvx2;
+  const bool vectors = !std::is_same_v<Freed, NoneFreed> && bitmap_scan_path() == BitmapScan::kAvx2;
 #endif
-  std::uint64_t dead;
+  std::uint64_t dead = 0;
 #if defined(__x86_64__)
-  if (kLiveBits && std::is_same_v<Find, NoMoves> && vectors)
-    dead = keep_table_unmoved_avx2(t.data(), t.data() + old, out, freed, marks.data(), marks.size(), epoch, dead_tag);
-  else
+  if constexpr (std::is_same_v<Freed, FreedBits<true>> && std::is_same_v<Find, NoMoves>) {
+    if (vectors)
+      dead = keep_table_unmoved_avx2(t.data(), t.data() + old, out, freed.words, marks.data(), marks.size(), epoch);
+    else
+      dead = keep_moved(t.data(), t.data() + old, out, freed, marks.data(), marks.size(), epoch, find);
+  } else
 #endif
-    dead = keep_records<kLiveBits, true>(t.data(), t.data() + old, out, freed, marks.data(), marks.size(), epoch, dead_tag,
-                                         find);
+    dead = keep_moved(t.data(), t.data() + old, out, freed, marks.data(), marks.size(), epoch, find);
   if (young) {
     for (std::vector<TrackedRecord>& y : *young) {
 #if defined(__x86_64__)
-      if (vectors)
-        dead += keep_young_avx2<kLiveBits>(y.data(), y.data() + y.size(), out, freed, marks.data(), marks.size(), epoch, find);
-      else
+      if constexpr (!std::is_same_v<Freed, NoneFreed>) {
+        if (vectors) {
+          dead += keep_young_avx2(y.data(), y.data() + y.size(), out, freed, marks.data(), marks.size(), epoch, find);
+          y.clear();
+          spare.push_back(std::move(y));
+          continue;
+        }
+      }
 #endif
-        dead += keep_records<kLiveBits, false>(y.data(), y.data() + y.size(), out, freed, marks.data(), marks.size(),
-                                               epoch, dead_tag, find);
+      dead += keep_moved(y.data(), y.data() + y.size(), out, freed, marks.data(), marks.size(), epoch, find);
       y.clear();
       spare.push_back(std::move(y));
     }
@@ -904,7 +915,9 @@ std::uint64_t StaleTracker::sweep_unmoved(std::size_t s, const BitmapSnapshot* b
   const std::uint64_t* live = any_freed ? starts_[s].words() : nullptr;
   const std::span<const std::uint8_t> marks = bits != nullptr ? bits->bytes() : std::span<const std::uint8_t>();
   MovedOut out{nullptr, nullptr, nullptr, nullptr};  // nothing moves: only out.kept is written
-  return one_pass<true>(tables_[s], s == 0 ? &young_ : nullptr, spare_, live, marks, epoch, kDead, out, NoMoves{});
+  auto* young = s == 0 ? &young_ : nullptr;
+  if (live != nullptr) return one_pass(tables_[s], young, spare_, FreedBits<true>{live}, marks, epoch, out, NoMoves{});
+  return one_pass(tables_[s], young, spare_, NoneFreed{}, marks, epoch, out, NoMoves{});
 }
 
 namespace {
@@ -1105,6 +1118,9 @@ std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bit
                                         std::span<const Address> frees, std::span<const FreeRangeLog> free_ranges,
                                         ApplyResult& res) {
   const HeapSpace space = spaces_[s];
+  // The GC's one free range, when it is all the GC freed and apply set no freed bits for it.
+  std::uint64_t g0 = 0, g1 = 0;
+  bool span = !any_freed && frees.empty() && free_ranges.size() == 1 && span_of(space, free_ranges[0], g0, g1);
   const std::uint64_t* freed = any_freed ? freed_[s].words() : nullptr;
   const std::span<const std::uint8_t> marks = bits != nullptr ? bits->bytes() : std::span<const std::uint8_t>();
   RecordTable& t = tables_[s];
@@ -1114,27 +1130,41 @@ std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bit
   moved_to_.resize(most);
   left_granules_.resize(most);
   MovedOut out{nullptr, moved_from_.data(), moved_to_.data(), left_granules_.data()};
-  auto pass = [&](auto find) {
-    return one_pass(t, s == 0 ? &young_ : nullptr, spare_, freed, marks, epoch, kDead, out, find);
+  auto pass = [&](auto dead_test, auto find) {
+    return one_pass(t, s == 0 ? &young_ : nullptr, spare_, dead_test, marks, epoch, out, find);
+  };
+  // The pass with the freed bits, or without (nothing freed here).
+  auto pass_bits = [&](auto find) {
+    return freed != nullptr ? pass(FreedBits<false>{freed}, find) : pass(NoneFreed{}, find);
   };
   std::uint64_t dead = 0;
   // The logged moves spare their sources' freed bits as they are carded; the hooks' cards are
-  // looked up in the pass for the records under a freed bit instead.
+  // looked up in the pass for the records under a freed bit instead, and so are both with one
+  // free range: a record inside it lives if its card says it moved.
   if (const std::int64_t carded = card_moves(s, moves, any_freed && hook_carded == 0); carded >= 0) {
     // The pass clears the entry of every record it finds moved; a move of no record (a
     // protocol violation the checks would report) leaves one, cleared here.
-    if (hook_carded == 0) dead = pass(CardMoves<8 - 3>{move_cards_[s].data()});
-    else dead = pass(HookCardMoves<8 - 3>{{move_cards_[s].data()}});
+    std::uint32_t* const cards = move_cards_[s].data();
+    if (span)
+      dead = pass(FreedSpan{static_cast<std::uint32_t>(g0), static_cast<std::uint32_t>(g1 - g0)}, HookCardMoves<8 - 3>{{cards}});
+    else if (hook_carded == 0) dead = pass_bits(CardMoves<8 - 3>{cards});
+    else dead = pass_bits(HookCardMoves<8 - 3>{{cards}});
     if (static_cast<std::uint64_t>(out.to - moved_to_.data() + (out.left - left_granules_.data())) !=
         static_cast<std::uint64_t>(carded) + hook_carded) {
       if (hook_carded == 0) uncard_moves(s, moves);
       else clear_cards(s);
     }
   } else {
+    // The index of the moves spares their sources' freed bits: the one range gets them now.
+    if (span) {
+      any_freed = mark_freed(s, frees, free_ranges);
+      freed = freed_[s].words();
+      span = false;
+    }
     // The hooks' cards join the logs (card_moves took its own back), and the index decides.
     cards_to_logs(s, moves, hook_carded);
     index_moves(s, moves, any_freed);
-    dead = pass([this, s, all = std::span<const MoveLog>(moves), &space](std::uint32_t g) -> std::int64_t {
+    dead = pass_bits([this, s, all = std::span<const MoveLog>(moves), &space](std::uint32_t g) -> std::int64_t {
       const std::int64_t i = find_move(s, g);
       if (i < 0) return -1;
       const Address to = all[static_cast<std::size_t>(i)].to;
@@ -1146,8 +1176,11 @@ std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bit
   const std::span<const std::uint32_t> left(left_granules_.data(), out.left);
   res.moved += to.size();
   res.left_spaces += left.size();
-  if (any_freed) retire_freed(s, frees, free_ranges);
   GranuleBits& starts = starts_[s];
+  // Every start in the freed range goes (a dead record's or a moved one's, whose `from` the pass
+  // left out); a destination inside it is claimed below.
+  if (span) starts.clear_exact(g0, g1);
+  else if (any_freed) retire_freed(s, frees, free_ranges);
   for (std::uint32_t g : from) starts.clear(g);
   for (std::uint32_t g : left) starts.clear(g);
   if (set_starts(starts.words(), to, [](std::uint32_t g) { return g; })) conflicts_pending_ = true;

@@ -11,7 +11,7 @@
 // per freed range), and one pass over the table drops the dead, applies the access bits to the
 // living, then does the same for the adopted young records and appends only their survivors:
 // most tracked objects die in their first GC and are never copied into the table (with AVX2,
-// the young records' bits are tested four at a time, and a group of dead ones is skipped).
+// the young records' bits are tested eight at a time, and a group of dead ones is skipped).
 // A GC that moves nothing builds no index and needs no scratch bits: its deaths clear their
 // start bits first (a word at a time for a freed range) and the pass drops every record whose
 // start bit is clear. A copying GC (single moves in the only space) indexes its moves (granule ->
@@ -405,8 +405,9 @@ class StaleTracker {
   void unmark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
   // The one pass over a table of space s (and then its young records) of a GC with single moves
   // (at least one, logged in `moves` or carded by the hooks) and no range moves: drops the dead
-  // (marked in freed_[s] when `any_freed`) with their start bits, applies `bits`, and moves the
-  // moved (all in space s). Returns the dead.
+  // (marked in freed_[s] when `any_freed`; without, a GC whose one death is one free range tests
+  // each record against the range) with their start bits, applies `bits`, and moves the moved
+  // (all in space s). Returns the dead.
   std::uint64_t sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed,
                             std::vector<MoveLog>& moves, std::uint64_t hook_carded, std::span<const Address> frees,
                             std::span<const FreeRangeLog> free_ranges, ApplyResult& res);
