@@ -115,26 +115,36 @@ Status Heap::init() {
   base_ = reinterpret_cast<Address>(memory_);
   const std::uint64_t los = round_down(options_.heap_bytes / 4, kPage);
   const std::uint64_t main = options_.heap_bytes - los;
-  los_begin_ = base_ + main;
-  los_end_ = base_ + options_.heap_bytes;
-  los_free_[los_begin_] = los;
   if (options_.gc == GcPolicy::kSemiSpace) {
+    // The large objects between the two halves: what the mutators reach between two GCs (the
+    // half copied into, and the large objects) is then one range of the heap, the window the
+    // profiler's harvests scan (set_space_window).
     const std::uint64_t half = round_down(main / 2, kPage);
     from_begin_ = base_;
     from_end_ = base_ + half;
-    to_begin_ = from_end_;
+    los_begin_ = from_end_;
+    los_end_ = los_begin_ + los;
+    to_begin_ = los_end_;
     to_end_ = to_begin_ + half;
     bump_ = from_begin_;
   } else {
     ms_begin_ = ms_bump_ = base_;
     ms_end_ = base_ + main;
+    los_begin_ = base_ + main;
+    los_end_ = base_ + options_.heap_bytes;
   }
+  los_free_[los_begin_] = los;
   marks_.assign(options_.heap_bytes / 8 / 64 + 1, 0);
   if (profiler_) {
     auto space = HeapSpace::make(base_, base_ + options_.heap_bytes, 8, "sim-heap");
     if (!space.ok()) return space.error();
     auto id = profiler_->add_space(*space);
     if (!id.ok()) return id.error();
+    space_id_ = *id;
+    if (options_.gc == GcPolicy::kSemiSpace) {  // before any object: these replace the defaults
+      profiler_->set_space_used_from(space_id_, reachable_begin() - base_);
+      profiler_->set_space_used(space_id_, reachable_end() - base_);
+    }
   }
   return {};
 }
@@ -585,6 +595,9 @@ void Heap::collect_semispace(GcInfo& info) {
   std::swap(from_end_, to_end_);
   bump_ = free;
   info.live_bytes_after = bump_ - from_begin_;
+  // Until the next GC the mutators reach only the half copied into and the large objects
+  // (inside the bracket, with a window of the space: the call cannot fail).
+  if (profiler_) (void)profiler_->set_space_window(space_id_, reachable_begin() - base_, reachable_end() - base_);
 }
 
 // The from-space after a copy: the dead counted, and with kEach each reported (on_free); the

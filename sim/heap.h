@@ -45,6 +45,7 @@
 #include <objprof/profiler.h>
 #include <objprof/result.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -356,6 +357,10 @@ class Heap {
   void for_each_ref_slot(Address obj, Fn&& fn) const;
   std::uint64_t cell_size(std::uint64_t size) const { return (size + 15) & ~std::uint64_t{15}; }
   bool in_los(Address a) const { return a - los_begin_ < los_end_ - los_begin_; }
+  // A semispace heap's objects until the next GC: the current half and the large objects
+  // beside it, one range (init puts the large objects between the halves).
+  Address reachable_begin() const { return std::min(from_begin_, los_begin_); }
+  Address reachable_end() const { return std::max(from_end_, los_end_); }
   // FateReports::kSurvivors, kCheaper: where the object at pre-GC address `a` is after
   // this GC, or 0 if it died (the SurvivorOracle the collection hands to report_survivors).
   class Survivors;
@@ -389,6 +394,7 @@ class Heap {
   GcInfo gc_;              // the current (or pending) GC's counts and times
   // LOS: page-granular first fit over free spans (addr -> bytes), live objects listed.
   Address los_begin_ = 0, los_end_ = 0;
+  SpaceId space_id_ = 0;  // the heap's space in the profiler
   std::map<Address, std::uint64_t> los_free_;
   std::vector<Address> los_objects_;
   std::uint64_t los_live_bytes_ = 0;

@@ -117,7 +117,8 @@ Result<BitmapSnapshot> AccessBitmap::snapshot_and_clear() {
   desc_.bitmap.exchange(next.data, std::memory_order_acq_rel);
   if (active_index_ && next.external_index >= 0)
     active_index_->store(static_cast<std::uint32_t>(next.external_index), std::memory_order_release);
-  // Marks lie in the used window as it was when they were made, and it only widens.
+  // Marks lie in the used window as it was when they were made, and it only widens until the
+  // next harvest (set_window moves it only between a harvest and the mutators' next marks).
   return BitmapSnapshot(this, old, used_from_.load(std::memory_order_acquire), used_bytes_.load(std::memory_order_acquire));
 }
 
@@ -150,6 +151,19 @@ void AccessBitmap::set_used_from(std::uint64_t space_offset) noexcept {
   const std::uint64_t granule_bits = std::uint64_t{8} << space_.log2_alignment();
   const std::uint64_t want = std::min<std::uint64_t>((space_offset / granule_bits) & ~std::uint64_t{7}, bytes_);  // down to a word
   widen_window_end(used_from_, used_from_set_, static_cast<std::size_t>(want), [](std::size_t cur, std::size_t w) { return cur > w; });
+}
+
+void AccessBitmap::set_window(std::uint64_t space_offset, std::uint64_t space_bytes) noexcept {
+  const std::uint64_t granule_bits = std::uint64_t{8} << space_.log2_alignment();
+  const std::uint64_t from = std::min<std::uint64_t>((space_offset / granule_bits) & ~std::uint64_t{7}, bytes_);
+  std::uint64_t end = (space_bytes + granule_bits - 1) / granule_bits;
+  end = std::min<std::uint64_t>((end + 7) & ~std::uint64_t{7}, bytes_);
+  // Both ends replace whatever was there, the defaults included (mutators are stopped: no
+  // set_used or set_used_from races with this).
+  used_from_.store(static_cast<std::size_t>(from), std::memory_order_release);
+  used_bytes_.store(static_cast<std::size_t>(end), std::memory_order_release);
+  used_from_set_.store(true, std::memory_order_release);
+  used_set_.store(true, std::memory_order_release);
 }
 
 void AccessBitmap::release(Buffer buffer, std::size_t first, std::size_t end) noexcept {

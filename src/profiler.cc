@@ -561,6 +561,26 @@ std::size_t Profiler::space_count() const noexcept { return state_->spaces.size(
 
 AccessBitmap& Profiler::bitmap(SpaceId id) { return *state_->bitmaps.at(id); }
 
+Status Profiler::set_space_window(SpaceId id, std::uint64_t from, std::uint64_t end) {
+  if (id >= state_->bitmaps.size())
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("set_space_window: no space {} ({} registered)", id, state_->bitmaps.size()));
+  const std::uint64_t size = state_->bitmaps[id]->space().size();
+  if (from > end || end > size)
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("set_space_window: [{:#x}, {:#x}) is not a window of space {} ({:#x} bytes)", from, end,
+                                  id, size));
+  // Inside the bracket the epoch's bits were harvested and mutators wait: nothing is marked
+  // outside the new window yet.
+  if (!in_gc_.load(std::memory_order_acquire))
+    return make_error(ErrorCode::kProtocol,
+                      fmt::format("set_space_window outside gc_begin/gc_end (epoch {}): the window moves only while "
+                                  "mutators are stopped after a harvest",
+                                  epoch()));
+  state_->bitmaps[id]->set_window(from, end);
+  return {};
+}
+
 void Profiler::write_header_once() {
   std::call_once(state_->header_once, [this] {
     state_->frozen.store(true);

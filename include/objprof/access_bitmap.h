@@ -151,6 +151,14 @@ class AccessBitmap {
   // window breaks that contract and is neither harvested nor cleared (the profiler's hook
   // checks find it: BitmapSnapshot::clear_outside_window).
   void set_used_from(std::uint64_t space_offset) noexcept;
+  // The whole window at once, [space_offset, space_bytes) of the space, narrowed or moved as
+  // well as widened (set_used and set_used_from only widen it): for a runtime whose objects
+  // change regions, such as a semispace collector whose mutators reach only the half it copied
+  // into (and its large objects). The epoch's marks so far and every mark until the next
+  // harvest must lie inside the new window: call it while no mutator runs, after the epoch's
+  // harvest (Profiler::set_space_window allows it only inside a GC bracket). set_used and
+  // set_used_from widen it again from there.
+  void set_window(std::uint64_t space_offset, std::uint64_t space_bytes) noexcept;
   // Bitmap bytes a harvest covers now: [used_from_byte(), used_bytes()) (empty when the first
   // is not below the second).
   std::size_t used_bytes() const noexcept { return used_bytes_.load(std::memory_order_acquire); }

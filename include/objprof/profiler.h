@@ -293,6 +293,14 @@ class Profiler {
   // The window's other end (AccessBitmap::set_used_from): no object starts below `offset`
   // bytes into the space yet. Lower it before placing an object below it. Any thread.
   void set_space_used_from(SpaceId id, std::uint64_t offset) { bitmap(id).set_used_from(offset); }
+  // The whole window, [from, end) bytes into the space, narrowed or moved as well as widened
+  // (AccessBitmap::set_window): a semispace collector declares the half it copied into (and
+  // whatever else its mutators reach, such as a large-object space next to it), so harvests
+  // skip the other half. Only inside a GC bracket, before the mutators run again: the epoch
+  // that follows must mark only inside the window (with hook checks a mark outside it is
+  // reported at the next gc_begin, and dropped). Errors: an unknown space, from > end or end
+  // past the space, or a call outside gc_begin/gc_end.
+  Status set_space_window(SpaceId id, std::uint64_t from, std::uint64_t end);
   AccessBitmap& bitmap(SpaceId id);
   const BarrierDescriptor& barrier_descriptor(SpaceId id) { return bitmap(id).descriptor(); }
 
