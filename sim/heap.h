@@ -12,7 +12,7 @@
 //
 // Layout: one contiguous reservation of `heap_bytes`, registered with the profiler as ONE
 // HeapSpace "sim-heap" (so one barrier descriptor covers every object):
-//   semispace: [ from-space | to-space | large-object space ]
+//   semispace: [ half A | large-object space | half B ] (the halves take turns as from-space)
 //   marksweep, lazysweep: [ mark-sweep space | large-object space ]
 // The large-object space (LOS, a quarter of the heap) holds objects of at least
 // `large_object_threshold` bytes (ART: 3 pages), page-granular, never moved.
