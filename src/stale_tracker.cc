@@ -1012,11 +1012,12 @@ std::int64_t StaleTracker::card_range(std::uint32_t* cards, const std::uint64_t*
         (word & (word - 0x0000000100000001u)) == 0 ||
         ((static_cast<std::uint32_t>(word) & (static_cast<std::uint32_t>(word) - 1)) |
          (static_cast<std::uint32_t>(word >> 32) & (static_cast<std::uint32_t>(word >> 32) - 1))) == 0;
-    // And the cards of the range's starts are free (a taken one is a start moved twice). Only
-    // those are read: the word's other card may be a neighbouring range's, which another
-    // collector thread may be writing.
-    const bool cards_free = !(in_low != 0 && pair[0] != 0) && !(in_high != 0 && pair[1] != 0);
-    if (one_per_half && cards_free) [[likely]] {
+    // The cards are not read: a taken one would be the same start moved twice in one GC (a
+    // protocol error the hook checks report), and then the later move wins, as it does in the
+    // index of the moves; the pass finds fewer moves than were carded and clears the cards.
+    // Only the range's own cards are written: the word's other card may be a neighbouring
+    // range's, which another collector thread may be writing.
+    if (one_per_half) [[likely]] {
       // At most one start per card, cards 2w and 2w + 1: both written, with no loop over the bits.
       const std::uint32_t base = static_cast<std::uint32_t>((w << 6) + dg) + 1;
       if (in_low != 0) {

@@ -184,7 +184,9 @@ class StaleTracker {
   // A collector hook's range move (on_move_range) of [off, off + bytes) of the only space
   // (8-byte granules) by `delta` bytes (to - from, modulo 2^64; the destination inside the
   // space): cards every tracked object that starts in it as card_move does, and returns how
-  // many; -1, with none of them left carded, if one cannot be (the range is logged then).
+  // many; -1, with none of them left carded, if one cannot be (the range is logged then). A
+  // start whose card a move of this GC took already (the object moved twice: a protocol error)
+  // is carded again where its word holds one start per card: the later move wins.
   static std::int64_t card_range(std::uint32_t* cards, const std::uint64_t* starts, std::uint64_t off, std::uint64_t bytes,
                                  std::uint64_t delta) noexcept;
   // Whether granule g (of 8 bytes) is the only start set in its 256-byte move card: the one
