@@ -39,6 +39,10 @@ AccessBitmap::AccessBitmap(const HeapSpace& space, std::size_t bytes) : space_(s
   desc_.begin = space.begin();
   desc_.size = space.size();
   desc_.log2_granule = space.log2_alignment();
+  // The scan path is chosen once per process (the environment read, the CPU asked): here, at
+  // set-up, rather than inside the first GC's harvest (~400 instructions, 1 % of a short
+  // collection's profiler share).
+  (void)bitmap_scan_path();
 }
 
 Result<std::unique_ptr<AccessBitmap>> AccessBitmap::create(const HeapSpace& space) {
