@@ -348,11 +348,8 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const BitmapSnapshot* co
       }
       // With moves the pass leaves the dead's start bits: every start bit under a freed bit is
       // a dead record's (or a moved one's, which goes anyway), and they go a word at a time
-      // afterwards (no write per dead record). A GC whose one death is one range (a copying
-      // collector's evacuated area) sets no bits at all: sweep_table tests the range.
-      const bool one_range = frees.empty() && free_ranges.size() == 1;
-      const bool any_freed = !one_range && mark_freed(s, frees, free_ranges);
-      res.freed += sweep_table(s, bits_of(s), epoch, any_freed, moves, hook_carded, frees, free_ranges, res);
+      // afterwards (no write per dead record).
+      res.freed += sweep_table(s, bits_of(s), epoch, moves, hook_carded, frees, free_ranges, res);
     }
     return res;
   }
@@ -625,9 +622,9 @@ struct MovedOut {
 // number that died. Locals only: the loop keeps everything in registers (every record of a GC).
 // No record here carries the dead tag: only build_index tags, when two records share a start,
 // and a start claimed twice sends the GC to the index path, which erases what it tagged. With
-// NoneFreed no record dies: the loop then tests nothing, since a
-// dead young record, most of a GC's records, is otherwise all it costs (scimark's mark-sweep:
-// 14 instructions each, 9 without the tests).
+// NoneFreed no record dies: the loop then tests nothing, since a dead young record, most of a
+// GC's records, is otherwise all it costs (scimark's mark-sweep: 14 instructions each, 9
+// without the tests).
 // A survivor's part of the pass (keep_moved, keep_young_avx2): its last access, its move, and
 // the record copied to `kept`. The pointers are members of a local Keeper, which the loops keep
 // in registers.
@@ -650,6 +647,11 @@ struct Keeper {
   OBJPROF_ALWAYS_INLINE void keep(const TrackedRecord* in, std::uint32_t g, bool source_retired) {
     keep_found(in, g, find(g), source_retired);
   }
+  // A record under a death that lives only if its card says it moved (HookCardMoves): the card
+  // read once, and the record kept with its source's start bit left to the deaths'.
+  OBJPROF_ALWAYS_INLINE void keep_if_moved(const TrackedRecord* in, std::uint32_t g) {
+    if (const std::int64_t ng = find(g); ng >= 0) keep_found(in, g, ng, true);
+  }
   // The same with the move already found (ng: the find's answer).
   OBJPROF_ALWAYS_INLINE void keep_found(const TrackedRecord* in, std::uint32_t g, std::int64_t ng, bool source_retired) {
     const bool marked = (g >> 3) < mark_bytes && ((marks[g >> 3] >> (g & 7)) & 1) != 0;
@@ -670,8 +672,7 @@ struct Keeper {
     ++kept;
   }
   MovedOut out() const noexcept { return MovedOut{kept, from, to, left}; }
-  // Of `visited` records, those that died: neither kept nor moved out
-  // of the space.
+  // Of `visited` records, those that died: neither kept nor moved out of the space.
   std::uint64_t dead_of(std::uint64_t visited) const noexcept {
     return visited - static_cast<std::uint64_t>(kept - first_kept) - static_cast<std::uint64_t>(left - first_left);
   }
@@ -704,11 +705,7 @@ std::uint64_t keep_moved(const TrackedRecord* in, const TrackedRecord* end, Move
     const std::uint32_t g = in->granule;
     if constexpr (!std::is_same_v<Freed, NoneFreed>) {
       if (freed(g)) {
-        if constexpr (requires { k.find.moved(g); }) {
-          // Freed, unless its card says it moved (HookCardMoves): the card read once.
-          const std::int64_t ng = k.find(g);
-          if (ng >= 0) k.keep_found(in, g, ng, true);
-        }
+        if constexpr (requires { k.find.moved(g); }) k.keep_if_moved(in, g);
         continue;
       }
     }
@@ -767,13 +764,10 @@ __attribute__((target("avx2"), always_inline)) inline void keep_group_of_eight(K
   for (unsigned lanes = by_bit | by_card; lanes != 0; lanes &= lanes - 1) {
     const unsigned i = static_cast<unsigned>(std::countr_zero(lanes));
     const std::uint32_t gi = group[i].granule;
-    if ((by_card >> i) & 1) {
-      // The card as the scalar loop reads it, after the group's earlier survivors took theirs.
-      const std::int64_t ng = k.find(gi);
-      if (ng >= 0) k.keep_found(group + i, gi, ng, true);
-    } else {
-      k.keep(group + i, gi, false);
-    }
+    // A lane kept by its card reads it as the scalar loop would, after the group's earlier
+    // survivors took theirs.
+    if ((by_card >> i) & 1) k.keep_if_moved(group + i, gi);
+    else k.keep(group + i, gi, false);
   }
 }
 
@@ -808,9 +802,9 @@ __attribute__((target("avx2"))) std::uint64_t keep_young_avx2(const TrackedRecor
 // already retired), four records at a time while none has died: most of a table's records live
 // through a GC (listleak: all 2,000 of its list nodes, every GC), and then the pass only has to
 // write the last access of the marked ones, in place. A group's four granules are gathered,
-// their start bits and their access bits tested as vectors. The
-// first group with a death, and the last records (fewer than four, or near the end of the
-// snapshot's bytes), go to the scalar loop, which compacts from there on. Same records kept, in
+// their start bits and their access bits tested as vectors. The first group with a death, and
+// the last records (fewer than four, or near the end of the snapshot's bytes), go to the scalar
+// loop, which compacts from there on. Same records kept, in
 // the same order, as keep_moved alone; `out.kept` must be `in`.
 __attribute__((target("avx2"))) std::uint64_t keep_table_unmoved_avx2(TrackedRecord* in, const TrackedRecord* end,
                                                                          MovedOut& out, const std::uint64_t* live,
@@ -1030,8 +1024,7 @@ std::int64_t StaleTracker::card_range(std::uint32_t* cards, const std::uint64_t*
       }
       return g1;
     }
-    // A crowded word, or a start's card already taken: its starts one at a time, each
-    // card_one's own, up to the one that fails.
+    // A crowded word: its starts one at a time, each card_one's own, up to the one that fails.
     const std::uint64_t from = (w << 6) | static_cast<unsigned>(std::countr_zero(bits));
     const std::uint64_t end = std::min(g1, (w + 1) << 6);
     const std::uint64_t at = each_start_until(starts, from, end, card_one);
@@ -1051,8 +1044,8 @@ std::int64_t StaleTracker::card_range(std::uint32_t* cards, const std::uint64_t*
   if (stopped == g1 && last > first)
     if (const std::uint64_t bits = starts[last] & tail_mask(g1); bits != 0) stopped = card_word(last, starts[last], bits);
   if (stopped == g1) return carded;
-  // The starts before it were carded (their cards were free, and no other thread writes the
-  // card of an object that starts there): they go back to free.
+  // The starts before it were carded (no other thread writes the card of an object that starts
+  // there): they go back to free.
   if (g0 < stopped)
     each_start_until(starts, g0, stopped, [cards](std::uint64_t g, std::uint64_t) {
       cards[g >> kShift] = 0;
@@ -1114,14 +1107,16 @@ unsigned StaleTracker::move_card_shift(std::size_t s) const noexcept {
 // record; then the dead's start bits go a word at a time (retire_freed), the moved sources'
 // one by one, and the destinations' are claimed (a destination that is a survivor's place
 // claims a start twice: the next apply() finds them through the record index).
-std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed,
+std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch,
                                         std::vector<MoveLog>& moves, std::uint64_t hook_carded,
                                         std::span<const Address> frees, std::span<const FreeRangeLog> free_ranges,
                                         ApplyResult& res) {
   const HeapSpace space = spaces_[s];
-  // The GC's one free range, when it is all the GC freed and apply set no freed bits for it.
+  // A GC whose one death is one range of this space (a copying collector's evacuated area)
+  // sets no freed bits: the pass tests the range. Otherwise the deaths become bits.
   std::uint64_t g0 = 0, g1 = 0;
-  bool span = !any_freed && frees.empty() && free_ranges.size() == 1 && span_of(space, free_ranges[0], g0, g1);
+  bool span = frees.empty() && free_ranges.size() == 1 && span_of(space, free_ranges[0], g0, g1);
+  bool any_freed = !span && mark_freed(s, frees, free_ranges);
   const std::uint64_t* freed = any_freed ? freed_[s].words() : nullptr;
   const std::span<const std::uint8_t> marks = bits != nullptr ? bits->bytes() : std::span<const std::uint8_t>();
   RecordTable& t = tables_[s];

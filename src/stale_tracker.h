@@ -407,10 +407,10 @@ class StaleTracker {
   void unmark_freed(std::size_t s, std::span<const Address> frees, std::span<const FreeRangeLog> runs);
   // The one pass over a table of space s (and then its young records) of a GC with single moves
   // (at least one, logged in `moves` or carded by the hooks) and no range moves: drops the dead
-  // (marked in freed_[s] when `any_freed`; without, a GC whose one death is one free range tests
-  // each record against the range) with their start bits, applies `bits`, and moves the moved
-  // (all in space s). Returns the dead.
-  std::uint64_t sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch, bool any_freed,
+  // (the GC's frees and free ranges marked in freed_[s]; a GC whose one death is one free range
+  // tests each record against the range instead) with their start bits, applies `bits`, and
+  // moves the moved (all in space s). Returns the dead.
+  std::uint64_t sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch,
                             std::vector<MoveLog>& moves, std::uint64_t hook_carded, std::span<const Address> frees,
                             std::span<const FreeRangeLog> free_ranges, ApplyResult& res);
   // move_cards_[s] over a GC's logged moves (the card of each source -> its new granule + 1),
