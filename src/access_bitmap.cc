@@ -144,28 +144,31 @@ void widen_window_end(std::atomic<std::size_t>& end, std::atomic<bool>& set, std
 
 }  // namespace
 
-void AccessBitmap::set_used(std::uint64_t space_bytes) noexcept {
+std::size_t AccessBitmap::window_from_byte(std::uint64_t space_offset) const noexcept {
   const std::uint64_t granule_bits = std::uint64_t{8} << space_.log2_alignment();  // space bytes per bitmap byte
-  std::uint64_t want = (space_bytes + granule_bits - 1) / granule_bits;  // up to a whole word
-  want = std::min<std::uint64_t>((want + 7) & ~std::uint64_t{7}, bytes_);
-  widen_window_end(used_bytes_, used_set_, static_cast<std::size_t>(want), [](std::size_t cur, std::size_t w) { return cur < w; });
+  return static_cast<std::size_t>(std::min<std::uint64_t>((space_offset / granule_bits) & ~std::uint64_t{7}, bytes_));
+}
+
+std::size_t AccessBitmap::window_end_byte(std::uint64_t space_bytes) const noexcept {
+  const std::uint64_t granule_bits = std::uint64_t{8} << space_.log2_alignment();
+  const std::uint64_t end = (space_bytes + granule_bits - 1) / granule_bits;
+  return static_cast<std::size_t>(std::min<std::uint64_t>((end + 7) & ~std::uint64_t{7}, bytes_));
+}
+
+void AccessBitmap::set_used(std::uint64_t space_bytes) noexcept {
+  widen_window_end(used_bytes_, used_set_, window_end_byte(space_bytes), [](std::size_t cur, std::size_t w) { return cur < w; });
 }
 
 void AccessBitmap::set_used_from(std::uint64_t space_offset) noexcept {
-  const std::uint64_t granule_bits = std::uint64_t{8} << space_.log2_alignment();
-  const std::uint64_t want = std::min<std::uint64_t>((space_offset / granule_bits) & ~std::uint64_t{7}, bytes_);  // down to a word
-  widen_window_end(used_from_, used_from_set_, static_cast<std::size_t>(want), [](std::size_t cur, std::size_t w) { return cur > w; });
+  widen_window_end(used_from_, used_from_set_, window_from_byte(space_offset),
+                   [](std::size_t cur, std::size_t w) { return cur > w; });
 }
 
 void AccessBitmap::set_window(std::uint64_t space_offset, std::uint64_t space_bytes) noexcept {
-  const std::uint64_t granule_bits = std::uint64_t{8} << space_.log2_alignment();
-  const std::uint64_t from = std::min<std::uint64_t>((space_offset / granule_bits) & ~std::uint64_t{7}, bytes_);
-  std::uint64_t end = (space_bytes + granule_bits - 1) / granule_bits;
-  end = std::min<std::uint64_t>((end + 7) & ~std::uint64_t{7}, bytes_);
   // Both ends replace whatever was there, the defaults included (mutators are stopped: no
   // set_used or set_used_from races with this).
-  used_from_.store(static_cast<std::size_t>(from), std::memory_order_release);
-  used_bytes_.store(static_cast<std::size_t>(end), std::memory_order_release);
+  used_from_.store(window_from_byte(space_offset), std::memory_order_release);
+  used_bytes_.store(window_end_byte(space_bytes), std::memory_order_release);
   used_from_set_.store(true, std::memory_order_release);
   used_set_.store(true, std::memory_order_release);
 }

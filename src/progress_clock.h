@@ -29,7 +29,7 @@ class ProgressClocks {
 
   // A slot for a thread attached in `epoch` (any thread; under the caller's lock or not).
   std::uint32_t open(std::uint64_t epoch);
-  // The thread of `slot` detached: the slot is released at the next release_ended().
+  // The thread of `slot` detached: the slot is released at the next release_closed().
   void close(std::uint32_t slot);
   // At gc_begin(epoch), mutators stopped: each attached thread's bytes and the program's, all
   // under one lock (a Recorder holds it while it lives; the clocks' lock is a leaf: hold

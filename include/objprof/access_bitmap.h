@@ -181,6 +181,11 @@ class AccessBitmap {
   // Called by ~BitmapSnapshot: clear bytes [first, end) (the snapshot's window) and return the
   // buffer to the pool.
   void release(Buffer buffer, std::size_t first, std::size_t end) noexcept;
+  // The bitmap byte where a window that starts `space_offset` bytes into the space starts (down
+  // to a whole word), and where one that ends at `space_bytes` ends (up to a whole word), both
+  // at most the bitmap's size.
+  std::size_t window_from_byte(std::uint64_t space_offset) const noexcept;
+  std::size_t window_end_byte(std::uint64_t space_bytes) const noexcept;
 
   BarrierDescriptor desc_;  // first member: hot fields on the first cache line
   HeapSpace space_;
