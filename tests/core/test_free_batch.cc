@@ -77,10 +77,7 @@ void require_same_outcome(ProfilerRig& one, ProfilerRig& batch) {
   const ProfilerStats a = one.prof->stats(), b = batch.prof->stats();
   CHECK(a.frees > 100);
   CHECK(a.frees == b.frees);
-  CHECK(a.objects_tracked == b.objects_tracked);
-  CHECK(a.tracked_live == b.tracked_live);
-  CHECK(a.leaks_reported == b.leaks_reported);
-  test::require_same_leaks(one.leaks, one.heap.space().begin(), batch.leaks, batch.heap.space().begin());
+  test::require_same_tracking(one, batch);
 }
 
 }  // namespace

@@ -67,6 +67,17 @@ inline void require_same_leaks(const std::vector<LeakReport>& a, Address a_base,
   }
 }
 
+// Two runs of one program ended tracking the same objects and found the same leaks: the same
+// counts, and the same reports at the same offsets in their heaps.
+inline void require_same_tracking(const Profiler& a, const std::vector<LeakReport>& a_leaks, Address a_base,
+                                  const Profiler& b, const std::vector<LeakReport>& b_leaks, Address b_base) {
+  const ProfilerStats x = a.stats(), y = b.stats();
+  CHECK(x.objects_tracked == y.objects_tracked);
+  CHECK(x.tracked_live == y.tracked_live);
+  CHECK(x.leaks_reported == y.leaks_reported);
+  require_same_leaks(a_leaks, a_base, b_leaks, b_base);
+}
+
 // A profiler over a FakeHeap with one attached thread ("main", id 1) and hook checking on,
 // collecting what it reports; the trace goes to memory. Tests derive their rigs from it and
 // define their types and sites.
@@ -112,5 +123,9 @@ struct ProfilerRig {
     return std::move(*a);
   }
 };
+
+inline void require_same_tracking(const ProfilerRig& a, const ProfilerRig& b) {
+  require_same_tracking(*a.prof, a.leaks, a.heap.space().begin(), *b.prof, b.leaks, b.heap.space().begin());
+}
 
 }  // namespace objprof::test
