@@ -385,6 +385,120 @@ std::uint64_t scan(BitmapScan path, std::uint8_t* data, std::size_t first, std::
   return scan_words<kMode>(data, first, words, out);
 }
 
+// The runs of non-zero words found so far: the last one is open while its words go on.
+struct RunCursor {
+  std::vector<BitmapSnapshot::MarkedRun>* out;
+  bool open = false;
+  OBJPROF_ALWAYS_INLINE void start(std::uint64_t w) {
+    out->push_back({w, 0});
+    open = true;
+  }
+  OBJPROF_ALWAYS_INLINE void stop(std::uint64_t w) {
+    out->back().words = w - out->back().first;
+    open = false;
+  }
+};
+
+// Words [begin, end), one at a time (the portable and POPCNT paths, and the AVX2 path's tail).
+OBJPROF_ALWAYS_INLINE std::uint64_t runs_words(const std::uint8_t* data, std::size_t begin, std::size_t end,
+                                               RunCursor& c) {
+  std::uint64_t n = 0;
+  for (std::size_t w = begin; w < end; ++w) {
+    std::uint64_t word;
+    std::memcpy(&word, data + w * 8, 8);
+    if (word == 0) {
+      if (c.open) c.stop(w);
+      continue;
+    }
+    n += static_cast<std::uint64_t>(__builtin_popcountll(word));
+    if (!c.open) c.start(w);
+  }
+  return n;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("popcnt"))) std::uint64_t runs_popcnt(const std::uint8_t* data, std::size_t first,
+                                                            std::size_t words, RunCursor& c) {
+  return runs_words(data, first, words, c);
+}
+
+// Words w to w + 7, loaded as a and b, of which at least one may be non-zero: their marks added
+// per byte to `bytes`, and a run started or ended at each word where zero and non-zero words
+// meet (bit i of `edges`: word i differs from word i - 1, the open run standing for word -1).
+// A block inside a run costs no branch on its words.
+__attribute__((target("avx2,popcnt"), always_inline)) inline void run_block_avx2(std::size_t w, __m256i a, __m256i b,
+                                                                                  __m256i& bytes, RunCursor& c) {
+  const __m256i zero = _mm256_setzero_si256();
+  const unsigned zero_words =
+      static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(a, zero)))) |
+      static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(b, zero)))) << 4;
+  const unsigned marked = ~zero_words & 0xffu;
+  for (unsigned edges = (marked ^ ((marked << 1) | static_cast<unsigned>(c.open))) & 0xffu; edges != 0;
+       edges &= edges - 1) {
+    const std::size_t at = w + static_cast<std::size_t>(__builtin_ctz(edges));
+    if (c.open) c.stop(at);
+    else c.start(at);
+  }
+  bytes = _mm256_add_epi8(bytes, _mm256_add_epi8(popcount_bytes(a), popcount_bytes(b)));
+}
+
+// As scan_avx2: one test per 256 zero bytes, then per 64; a block with marks costs its edges.
+__attribute__((target("avx2,popcnt"))) std::uint64_t runs_avx2(const std::uint8_t* data, std::size_t first,
+                                                               std::size_t words, RunCursor& c) {
+  __m256i lanes = _mm256_setzero_si256();
+  std::size_t w = first;
+  for (; w + 32 <= words; w += 32) {
+    const __m256i v0 = load_words(data, w), v1 = load_words(data, w + 4);
+    const __m256i v2 = load_words(data, w + 8), v3 = load_words(data, w + 12);
+    const __m256i v4 = load_words(data, w + 16), v5 = load_words(data, w + 20);
+    const __m256i v6 = load_words(data, w + 24), v7 = load_words(data, w + 28);
+    const __m256i all = _mm256_or_si256(_mm256_or_si256(_mm256_or_si256(v0, v1), _mm256_or_si256(v2, v3)),
+                                        _mm256_or_si256(_mm256_or_si256(v4, v5), _mm256_or_si256(v6, v7)));
+    if (all_zero(all)) {
+      if (c.open) c.stop(w);
+      continue;
+    }
+    __m256i bytes = _mm256_setzero_si256();  // at most 4 x 16 marks per byte
+    run_block_avx2(w, v0, v1, bytes, c);
+    run_block_avx2(w + 8, v2, v3, bytes, c);
+    run_block_avx2(w + 16, v4, v5, bytes, c);
+    run_block_avx2(w + 24, v6, v7, bytes, c);
+    lanes = _mm256_add_epi64(lanes, _mm256_sad_epu8(bytes, _mm256_setzero_si256()));
+  }
+  for (; w + 8 <= words; w += 8) {
+    const __m256i a = load_words(data, w), b = load_words(data, w + 4);
+    if (all_zero(_mm256_or_si256(a, b))) {
+      if (c.open) c.stop(w);
+      continue;
+    }
+    __m256i bytes = _mm256_setzero_si256();
+    run_block_avx2(w, a, b, bytes, c);
+    lanes = _mm256_add_epi64(lanes, _mm256_sad_epu8(bytes, _mm256_setzero_si256()));
+  }
+  alignas(32) std::uint64_t sums[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(sums), lanes);
+  return sums[0] + sums[1] + sums[2] + sums[3] + runs_words(data, w, words, c);
+}
+#endif
+
+// Words [first, words) as runs into `out` (cleared first).
+std::uint64_t runs(BitmapScan path, const std::uint8_t* data, std::size_t first, std::size_t words,
+                   std::vector<BitmapSnapshot::MarkedRun>& out) {
+  out.clear();
+  RunCursor c{&out};
+  std::uint64_t n = 0;
+#if defined(__x86_64__)
+  if (path == BitmapScan::kAvx2) n = runs_avx2(data, first, words, c);
+  else if (path == BitmapScan::kPopcnt) n = runs_popcnt(data, first, words, c);
+  else n = runs_words(data, first, words, c);
+#else
+  (void)path;
+  n = runs_words(data, first, words, c);
+#endif
+  if (c.open) c.stop(words);
+  return n;
+}
+
 }  // namespace
 
 bool bitmap_scan_supported(BitmapScan path) noexcept { return cpu_has(path); }
@@ -452,6 +566,36 @@ std::uint64_t BitmapSnapshot::nonzero_words_with(BitmapScan path, WordList& out)
   out.clear();
   if (!cpu_has(path)) path = chosen_scan();
   return scan<ScanMode::kCollect>(path, const_cast<std::uint8_t*>(data_), first_ / 8, size_ / 8, &out);
+}
+
+std::uint64_t BitmapSnapshot::marked_runs(std::vector<MarkedRun>& out) const { return marked_runs_with(chosen_scan(), out); }
+
+std::uint64_t BitmapSnapshot::marked_runs_with(BitmapScan path, std::vector<MarkedRun>& out) const {
+  if (!cpu_has(path)) path = chosen_scan();
+  return runs(path, data_, first_ / 8, size_ / 8, out);
+}
+
+void BitmapSnapshot::clear_runs(const std::vector<MarkedRun>& runs) noexcept {
+  // The snapshot owns its buffer (mutators write to the other one now).
+  std::uint8_t* data = buffer_.data;
+  const std::uint64_t end = size_ / 8;
+  std::uint64_t marked = 0;
+  for (const MarkedRun& r : runs) marked += r.words;
+  // As clear_words: one fill from the first run to the last where at least one word in 16 of
+  // that span is marked, so what a clear writes stays proportional to what was marked.
+  const std::uint64_t first = runs.empty() ? 0 : runs.front().first;
+  const std::uint64_t last = runs.empty() ? 0 : std::min(runs.back().first + runs.back().words, end);
+  if (first < last && marked * 16 >= last - first) {
+    std::memset(data + first * 8, 0, (last - first) * 8);
+  } else {
+    for (const MarkedRun& r : runs) {
+      if (r.first >= end) continue;
+      const std::uint64_t n = std::min(r.words, end - r.first);
+      if (n == 1) std::memset(data + r.first * 8, 0, 8);  // a store, not a call: sparse marks are runs of one
+      else std::memset(data + r.first * 8, 0, n * 8);
+    }
+  }
+  clean_ = true;
 }
 
 }  // namespace objprof

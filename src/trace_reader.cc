@@ -354,6 +354,33 @@ class Decoder {
         v_.bitmap_words(space, ctx.epoch, words_);
         break;
       }
+      case Tag::kBitmapRuns: {
+        const std::uint32_t space = c.uvar32("bitmap space");
+        const std::uint64_t count = c.uvar("bitmap run count");
+        // Every run takes at least 10 bytes: a count beyond what is left is refused before
+        // anything is read for it.
+        if (count > c.left() / 10)
+          throw DecodeError{fmt::format("bitmap run count {} does not fit the {} bytes left in its chunk", count, c.left())};
+        words_.clear();
+        const std::uint64_t limit = space_word_count(space);
+        std::uint64_t at = 0;  // the end of the run before
+        for (std::uint64_t i = 0; i < count; ++i) {
+          const std::uint64_t gap = c.uvar("bitmap run gap");
+          const std::uint64_t n = c.uvar("bitmap run words");
+          if (n == 0) throw DecodeError{"bitmap run of no words"};
+          if (gap > ~std::uint64_t{0} - at) throw DecodeError{fmt::format("bitmap run start {} + {} overflows", at, gap)};
+          const std::uint64_t first = at + gap;
+          if (first > limit || n > limit - first) check_words(space, first, n);  // throws
+          if (n > c.left() / 8)
+            throw DecodeError{fmt::format("bitmap run of {} words does not fit the {} bytes left in its chunk", n, c.left())};
+          const std::uint8_t* w = c.take(n * 8, "bitmap run words");
+          for (std::uint64_t j = 0; j < n; ++j)
+            if (const std::uint64_t word = load_u64(w + 8 * j)) words_.emplace_back(first + j, word);
+          at = first + n;
+        }
+        v_.bitmap_words(space, ctx.epoch, words_);
+        break;
+      }
       case Tag::kStale: {
         StaleEvent s;
         s.addr = c.u64("stale address");
@@ -394,6 +421,7 @@ class Decoder {
       case Tag::kFreePacked: return {5, "packed free"};
       case Tag::kResizePacked: return {5, "packed resize"};
       case Tag::kBitmapPacked: return {6, "packed bitmap"};
+      case Tag::kBitmapRuns: return {7, "bitmap runs"};
       default: return {0, ""};
     }
   }

@@ -233,10 +233,28 @@ class BitmapSnapshot {
   std::uint64_t count() const noexcept;
   // One pass over the bits: appends (word index, word) for every non-zero 64-bit word to
   // `out` (cleared first) and returns the number of marked granules. Word i covers granules
-  // 64i .. 64i+63. This is what the profiler dumps into the trace at each GC.
+  // 64i .. 64i+63.
   std::uint64_t nonzero_words(std::vector<std::pair<std::uint64_t, std::uint64_t>>& out) const;
   // The same on a chosen path (it must be bitmap_scan_supported), for tests and benchmarks.
   std::uint64_t nonzero_words_with(BitmapScan path, std::vector<std::pair<std::uint64_t, std::uint64_t>>& out) const;
+
+  // A run of consecutive non-zero words: words [first, first + words) of bytes().
+  struct MarkedRun {
+    std::uint64_t first;
+    std::uint64_t words;
+    bool operator==(const MarkedRun&) const = default;
+  };
+  // One pass over the bits: appends every maximal run of non-zero 64-bit words to `out`
+  // (cleared first), in increasing order, and returns the number of marked granules. This is
+  // what the profiler dumps into the trace at each GC: the runs' words as they are, so a dense
+  // harvest (a small heap of large objects) costs a copy, not an entry per word.
+  std::uint64_t marked_runs(std::vector<MarkedRun>& out) const;
+  // The same on a chosen path (it must be bitmap_scan_supported), for tests and benchmarks.
+  std::uint64_t marked_runs_with(BitmapScan path, std::vector<MarkedRun>& out) const;
+  // Zeroes the given runs (those marked_runs() found), one fill each, or one fill from the
+  // first to the last where the gaps between them are small. After it the snapshot reads as
+  // empty.
+  void clear_runs(const std::vector<MarkedRun>& runs) noexcept;
 
   // Zeroes the given words (those nonzero_words() found: all the marked ones, in increasing
   // order), so returning the buffer to its bitmap costs what was marked instead of a clear of
@@ -279,7 +297,7 @@ class BitmapSnapshot {
   const std::uint8_t* data_ = nullptr;
   std::size_t first_ = 0;  // the window [first_, size_) of bytes that may hold marks
   std::size_t size_ = 0;
-  bool clean_ = false;  // clear_words() left the buffer all zero
+  bool clean_ = false;  // clear_words() or clear_runs() left the buffer all zero
 };
 
 inline const char* mark_mode_name(MarkMode mode) noexcept {

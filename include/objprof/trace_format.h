@@ -1,4 +1,4 @@
-// The objprof trace format, version 5: constants and record layouts shared by the writer
+// The objprof trace format, version 7: constants and record layouts shared by the writer
 // (event_buffer.h, trace_writer.h) and the reader (trace_reader.h). docs/trace-format.md is
 // the prose version of this file; keep the two in step.
 //
@@ -18,12 +18,13 @@
 namespace objprof::trace {
 
 inline constexpr char kMagic[8] = {'O', 'B', 'J', 'P', 'R', 'T', 'R', 'C'};
-inline constexpr std::uint32_t kVersion = 6;
+inline constexpr std::uint32_t kVersion = 7;
 // Version 1 is version 2 without resize records, version 2 is version 3 without path records,
 // version 3 is version 4 without free-range records, version 4 is version 5 without packed
-// records, version 5 is version 6 without packed bitmap dumps; the reader reads all six. The
-// writer writes packed alloc, move, free and resize records from version 5 on, and sparse
-// bitmap dumps packed from version 6 on (the fixed ones stay readable).
+// records, version 5 is version 6 without packed bitmap dumps, version 6 is version 7 without
+// bitmap runs; the reader reads all seven. The writer writes packed alloc, move, free and
+// resize records from version 5 on, sparse bitmap dumps packed in version 6, and every bitmap
+// dump as runs from version 7 on (the older forms stay readable).
 inline constexpr std::uint32_t kMinVersion = 1;
 inline constexpr std::size_t kPreambleBytes = 16;
 
@@ -78,9 +79,16 @@ enum class Tag : std::uint8_t {
   // the distance from the entry before. A harvest's marked words are near each other: a few
   // bytes of index instead of 8.
   kBitmapPacked = 24,
+  // A bitmap dump as runs of consecutive words (v7): uvar space, uvar count, then count runs of
+  // uvar gap, uvar words (at least 1), u64 word * words. The first run starts at word `gap`,
+  // each later one `gap` words after the end of the run before. Zero words inside a run are
+  // allowed and mean nothing. A harvest's marks cluster (the objects a program works on): the
+  // words themselves, copied, plus a few bytes per run, where the packed form took 9-10 bytes
+  // per word and the dense form 8 per word of the whole window.
+  kBitmapRuns = 25,
 };
 
-inline constexpr std::uint8_t kMaxTag = 24;
+inline constexpr std::uint8_t kMaxTag = 25;
 
 // Packed records (version 5). Most objects are small and are allocated, resized and freed near
 // the previous one, so their records are a few bytes instead of 9–25.

@@ -445,6 +445,68 @@ TEST_CASE("packed bitmap dumps: read as the sparse form, malformed ones and ones
   CHECK(load_error(gc_with_dump(cut_word, addrs)).find("bitmap word needs 8 bytes") != std::string::npos);
 }
 
+namespace {
+
+// A bitmap-runs record (tag 25) of (gap, words...) runs as given, with `count` as its count.
+std::vector<std::uint8_t> runs_bitmap(std::uint64_t space, std::uint64_t count,
+                                      const std::vector<std::pair<std::uint64_t, std::vector<std::uint64_t>>>& runs) {
+  std::vector<std::uint8_t> r = {static_cast<std::uint8_t>(trace::Tag::kBitmapRuns)};
+  put_uvar_into(r, space);
+  put_uvar_into(r, count);
+  for (const auto& [gap, words] : runs) {
+    put_uvar_into(r, gap);
+    put_uvar_into(r, words.size());
+    for (std::uint64_t w : words) put_u64_into(r, w);
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("bitmap runs: read as the sparse form, zero words inside a run ignored, malformed ones and ones before "
+          "version 7 refused",
+          "[trace][packed]") {
+  // Granules 0, 70, 130 (words 0, 1, 2: one run), 64 * 10 + 5 (word 10, a run of one, with a
+  // zero word before it in its run) and 8191 (the space's last, word 127).
+  const std::vector<std::uint64_t> addrs = {0x10000, 0x10000 + 70 * 8, 0x10000 + 130 * 8, 0x10000 + (640 + 5) * 8,
+                                            0x10000 + 8191 * 8};
+  const auto sparse = trace::load(gc_with_dump({}, addrs));
+  REQUIRE(sparse.ok());
+  const std::vector<std::uint8_t> good = runs_bitmap(
+      0, 3,
+      {{0, {1, std::uint64_t{1} << 6, std::uint64_t{1} << 2}}, {6, {0, std::uint64_t{1} << 5}}, {116, {std::uint64_t{1} << 63}}});
+  const auto runs = trace::load(gc_with_dump(good, addrs));
+  REQUIRE(runs.ok());
+  CHECK(runs->marked_addresses(0) == addrs);
+  CHECK(runs->marked_addresses(0) == sparse->marked_addresses(0));
+
+  std::vector<std::byte> v6 = gc_with_dump(good, addrs);
+  set_version(v6, 6);
+  CHECK(load_error(v6).find("bitmap runs record in a version 6 trace") != std::string::npos);
+
+  // (A second run's bytes after it: the count's check alone would refuse a record this short.)
+  CHECK(load_error(gc_with_dump(runs_bitmap(0, 1, {{0, {}}, {0, {1}}}), addrs)).find("bitmap run of no words") !=
+        std::string::npos);
+  // Past the space's end: a run that starts beyond it, one that runs over it, a gap that takes
+  // the second run there.
+  CHECK(load_error(gc_with_dump(runs_bitmap(0, 1, {{128, {1}}}), addrs)).find("outside space 0") != std::string::npos);
+  CHECK(load_error(gc_with_dump(runs_bitmap(0, 1, {{126, {1, 1, 1}}}), addrs)).find("outside space 0") !=
+        std::string::npos);
+  CHECK(load_error(gc_with_dump(runs_bitmap(0, 2, {{100, {1}}, {27, {1}}}), addrs)).find("outside space 0") !=
+        std::string::npos);
+  CHECK(load_error(gc_with_dump(runs_bitmap(0, 2, {{1, {1}}, {~std::uint64_t{0} - 1, {1}}}), addrs)).find("overflows") !=
+        std::string::npos);
+  CHECK(load_error(gc_with_dump(runs_bitmap(7, 1, {{0, {1}}}), addrs)).find("undeclared space 7") != std::string::npos);
+  CHECK(load_error(gc_with_dump(runs_bitmap(0, 1'000'000, {{0, {1}}}), addrs)).find("does not fit") !=
+        std::string::npos);
+  CHECK(load_error(gc_with_dump(runs_bitmap(std::uint64_t{1} << 40, 1, {{0, {1}}}), addrs)).find("32 bits") !=
+        std::string::npos);
+  // A run's words cut short: its length says more than the chunk holds.
+  std::vector<std::uint8_t> cut = runs_bitmap(0, 1, {{0, {1, 2, 3}}});
+  cut.resize(cut.size() - 3);
+  CHECK(load_error(gc_with_dump(cut, addrs)).find("does not fit") != std::string::npos);
+}
+
 TEST_CASE("record rules: each record refused in versions before its own, the header first and once", "[trace][packed]") {
   // A record that is refused by its tag alone: its body is never read. One past its version,
   // the same bytes get past the tag and fail on the body instead.
@@ -471,6 +533,7 @@ TEST_CASE("record rules: each record refused in versions before its own, the hea
       {trace::Tag::kFreePacked, 5, "packed free"},
       {trace::Tag::kResizePacked, 5, "packed resize"},
       {trace::Tag::kBitmapPacked, 6, "packed bitmap"},
+      {trace::Tag::kBitmapRuns, 7, "bitmap runs"},
   };
   for (const auto& v : versioned) {
     INFO(v.name);

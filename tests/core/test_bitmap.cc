@@ -447,6 +447,20 @@ TEST_CASE("Bitmap scans: every path finds the same non-zero words", "[core][bitm
         CHECK(got == want);
       }
       CHECK(snap.count() == marked);
+      // The same words as maximal runs of non-zero words (what the trace's dump writes).
+      std::vector<BitmapSnapshot::MarkedRun> want_runs;
+      for (std::size_t w = 0; w < words.size(); ++w) {
+        if (words[w] == 0) continue;
+        if (!want_runs.empty() && want_runs.back().first + want_runs.back().words == w) ++want_runs.back().words;
+        else want_runs.push_back({w, 1});
+      }
+      for (BitmapScan p : kAllBitmapScans) {
+        if (!bitmap_scan_supported(p)) continue;
+        INFO("bytes " << bytes << " density " << density << " path " << bitmap_scan_name(p) << " runs");
+        std::vector<BitmapSnapshot::MarkedRun> got = {{5, 5}};  // cleared first
+        CHECK(snap.marked_runs_with(p, got) == marked);
+        CHECK(got == want_runs);
+      }
       // The harvest without a word list: the same count, and the words zeroed by that pass
       // itself (the snapshot reads empty, and a buffer marked clean is not cleared again).
       for (BitmapScan p : kAllBitmapScans) {
@@ -464,6 +478,48 @@ TEST_CASE("Bitmap scans: every path finds the same non-zero words", "[core][bitm
       CHECK(bm->snapshot_and_clear()->count() == 0);
       CHECK(bm->snapshot_and_clear()->count() == 0);
     }
+  }
+}
+
+// A dump's runs clear the snapshot's buffer by one fill of their span when they are dense in
+// it, else run by run: either way the buffer comes back all zero and the other buffer (the one
+// mutators mark meanwhile) keeps its marks.
+TEST_CASE("Bitmap snapshot cleared by its runs returns its buffer all zero", "[core][bitmap]") {
+  FakeHeap heap(1 << 16);  // 8192 granules: 128 words of bits
+  auto bm = std::move(*AccessBitmap::create(heap.space()));
+  std::vector<BitmapSnapshot::MarkedRun> runs;
+  const auto mark_words = [&](std::initializer_list<std::size_t> ws, std::size_t bit) {
+    for (std::size_t w : ws) bm->mark<MarkMode::kRacy>(heap.at(8 * (64 * w + bit)));
+  };
+  for (int round = 0; round < 4; ++round) {  // two buffers alternate: each is reused twice
+    const auto bit = static_cast<std::size_t>(round);
+    if (round % 2 == 0) mark_words({10, 11, 12, 20, 21, 40, 41, 42, 43, 44, 45, 46, 47, 48}, bit);  // dense: one fill
+    else mark_words({0, 60, 61, 127}, 63 - bit);  // sparse: run by run, the space's first and last words
+    auto snap = std::move(*bm->snapshot_and_clear());
+    REQUIRE(snap.marked_runs(runs) == (round % 2 == 0 ? 14u : 4u));
+    if (round % 2 == 0) {
+      CHECK(runs == std::vector<BitmapSnapshot::MarkedRun>{{10, 3}, {20, 2}, {40, 9}});
+    } else {
+      CHECK(runs == std::vector<BitmapSnapshot::MarkedRun>{{0, 1}, {60, 2}, {127, 1}});
+    }
+    if (round == 2) mark_words({30}, 9);  // in the active buffer, inside the span the fill clears
+    snap.clear_runs(runs);
+    CHECK(snap.count() == 0);
+    CHECK(snap.marked_runs(runs) == 0);
+    CHECK(runs.empty());
+    if (round == 2) {
+      auto next = std::move(*bm->snapshot_and_clear());
+      CHECK(next.marked_runs(runs) == 1);
+      CHECK(runs == std::vector<BitmapSnapshot::MarkedRun>{{30, 1}});
+      next.clear_runs(runs);
+    }
+  }
+  // Both buffers came back clean: a new mark is all a snapshot holds.
+  for (int round = 0; round < 2; ++round) {
+    mark_words({100}, static_cast<std::size_t>(round));
+    auto one = std::move(*bm->snapshot_and_clear());
+    CHECK(one.marked_runs(runs) == 1);
+    CHECK(runs == std::vector<BitmapSnapshot::MarkedRun>{{100, 1}});
   }
 }
 
