@@ -18,7 +18,9 @@ EventBuffer::EventBuffer(TraceWriter* writer, std::uint32_t stream, std::size_t 
       storage_(new std::uint8_t[trace::kChunkHeaderBytes + payload_capacity]),
       payload_(storage_.get() + trace::kChunkHeaderBytes),
       pos_(payload_),
-      end_(payload_ + payload_capacity) {}
+      end_(payload_ + payload_capacity) {
+  restart_crc();
+}
 
 EventBuffer::~EventBuffer() { flush(); }
 
@@ -31,12 +33,38 @@ std::uint8_t* EventBuffer::put_string(std::uint8_t* p, std::string_view s) {
 
 void EventBuffer::flush() {
   if (pos_ == payload_) return;
-  writer_->commit(storage_.get(), pending_bytes(), stream_);
+  const PartialCrc partial{crc_epoch_, crc_, static_cast<std::size_t>(crc_at_ - payload_)};
+  writer_->commit(storage_.get(), pending_bytes(), stream_, partial_ ? &partial : nullptr);
   pos_ = payload_;
   restart_deltas();
+  restart_crc();
+}
+
+void EventBuffer::checksum_written(std::size_t n) noexcept {
+  // An alloc that is still the last record may become an alloc-resized one (its tag byte
+  // rewritten): it waits for the next block or the flush.
+  const std::uint8_t* upto = pos_ == alloc_end_ && alloc_end_ != nullptr ? alloc_tag_ : pos_;
+  if (upto > crc_at_) {
+    if (!partial_) {
+      // The framing's order: stream and epoch, then the payload. The epoch is the one the chunk
+      // would be stamped with now; if it is stamped with another, the framing starts over.
+      crc_epoch_ = writer_->epoch();
+      std::uint8_t fields[12];
+      put_u64(put_u32(fields, stream_), crc_epoch_);
+      crc_ = crc32c(fields, sizeof fields);
+      partial_ = true;
+    }
+    crc_ = crc32c(crc_at_, static_cast<std::size_t>(upto - crc_at_), crc_);
+    crc_at_ = const_cast<std::uint8_t*>(upto);
+  }
+  limit_ = std::max(pos_ + n, pos_ + std::min(kCrcBlock, static_cast<std::size_t>(end_ - pos_)));
 }
 
 void EventBuffer::flush_for(std::size_t n) {
+  if (static_cast<std::size_t>(end_ - pos_) >= n) {  // only the block is full
+    checksum_written(n);
+    return;
+  }
   flush();
   if (static_cast<std::size_t>(end_ - pos_) < n) {
     // A record larger than a chunk: grow this buffer (rare: huge names or bitmap pieces are
@@ -46,7 +74,9 @@ void EventBuffer::flush_for(std::size_t n) {
     payload_ = storage_.get() + trace::kChunkHeaderBytes;
     pos_ = payload_;
     end_ = payload_ + grown;
+    restart_crc();
   }
+  limit_ = std::max(limit_, pos_ + n);  // a record longer than a block: its block ends after it
 }
 
 Result<std::unique_ptr<TraceWriter>> TraceWriter::create(std::unique_ptr<ChunkSink> sink, std::size_t chunk_payload) {
@@ -70,8 +100,11 @@ std::unique_ptr<EventBuffer> TraceWriter::make_buffer(std::uint32_t stream) {
 
 namespace {
 
-// Writes the chunk header of `payload_bytes` bytes at `header` and seals it with its CRC32C.
-void frame(std::uint8_t* header, std::size_t payload_bytes, std::uint32_t stream, std::uint64_t epoch) {
+// Writes the chunk header of `payload_bytes` bytes at `header` and seals it with its CRC32C,
+// continuing `partial` (the checksum of the payload's first bytes) when it was taken for this
+// epoch.
+void frame(std::uint8_t* header, std::size_t payload_bytes, std::uint32_t stream, std::uint64_t epoch,
+           const EventBuffer::PartialCrc* partial) {
   std::uint8_t* p = header;
   p = EventBuffer::put_u32(p, trace::kChunkMagic);
   p = EventBuffer::put_u32(p, static_cast<std::uint32_t>(payload_bytes));
@@ -81,18 +114,24 @@ void frame(std::uint8_t* header, std::size_t payload_bytes, std::uint32_t stream
   EventBuffer::put_u64(p, epoch);
   // The checksum covers stream, epoch and payload, so a chunk moved to the wrong place or
   // stamped wrongly is caught as well as flipped payload bits.
-  EventBuffer::put_u32(crc_at, crc32c(header + 12, 12 + payload_bytes));
+  if (partial != nullptr && partial->epoch == epoch && partial->bytes <= payload_bytes) {
+    const std::uint8_t* payload = header + trace::kChunkHeaderBytes;
+    EventBuffer::put_u32(crc_at, crc32c(payload + partial->bytes, payload_bytes - partial->bytes, partial->crc));
+  } else {
+    EventBuffer::put_u32(crc_at, crc32c(header + 12, 12 + payload_bytes));
+  }
 }
 
 }  // namespace
 
-void TraceWriter::commit(std::uint8_t* header, std::size_t payload_bytes, std::uint32_t stream) {
+void TraceWriter::commit(std::uint8_t* header, std::size_t payload_bytes, std::uint32_t stream,
+                         const EventBuffer::PartialCrc* partial) {
   std::uint64_t epoch = epoch_.load(std::memory_order_relaxed);
-  frame(header, payload_bytes, stream, epoch);  // outside the lock: the CRC is the costly part
+  frame(header, payload_bytes, stream, epoch, partial);  // outside the lock: the CRC is the costly part
   const std::size_t total = trace::kChunkHeaderBytes + payload_bytes;
   std::lock_guard<std::mutex> lock(mutex_);
   if (holding_ && stream >= trace::kThreadStreamBase) {
-    if (epoch != hold_epoch_) frame(header, payload_bytes, stream, hold_epoch_);
+    if (epoch != hold_epoch_) frame(header, payload_bytes, stream, hold_epoch_, partial);
     held_.insert(held_.end(), header, header + total);
     return;
   }

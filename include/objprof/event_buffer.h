@@ -1,11 +1,20 @@
 // EventBuffer: one stream's chunk under construction. Hot records (alloc, move, free, resize)
 // are appended inline, packed, with one bounds check; when the chunk is full it is framed
 // (length, CRC32C) and handed to the TraceWriter's sink. One buffer belongs to one thread.
+//
+// The chunk's checksum is computed as the records are written, a block of kCrcBlock bytes at
+// a time, by the thread that owns the buffer: the one bounds check is against the end of the
+// current block, and passing it (once per ~4 KiB) checksums the block. A flush then checksums
+// only what came after the last block. So the mutators' buffers, which a GC's gc_begin
+// flushes (up to a whole chunk each, 64 KiB by default), cost the collecting thread their
+// last few KiB instead of all of it: the mutators did the rest as they wrote, as they always
+// did for their full chunks.
 #pragma once
 
 #include "objprof/config.h"
 #include "objprof/trace_format.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -44,7 +53,7 @@ class EventBuffer {
   }
   // Whether a record of up to `n` bytes fits without a flush. A hook whose fast path must make
   // no call (it then needs no stack frame) asks first and writes with a *_fitting writer.
-  bool fits(std::size_t n) const noexcept { return static_cast<std::size_t>(end_ - pos_) >= n; }
+  bool fits(std::size_t n) const noexcept { return static_cast<std::size_t>(limit_ - pos_) >= n; }
   // move and free for a caller that knows fits(kMaxMovePackedBytes / kMaxFreePackedBytes).
   OBJPROF_ALWAYS_INLINE void move_fitting(std::uint64_t from, std::uint64_t to) {
     std::uint8_t* p = pos_;
@@ -77,7 +86,7 @@ class EventBuffer {
   // A resize of the object the previous record allocated (nothing written between them, same
   // chunk) extends that record into an alloc-resized one: its footprint is one more varint.
   OBJPROF_ALWAYS_INLINE void resize(std::uint64_t addr, std::uint64_t bytes) {
-    if (pos_ == alloc_end_ && addr == prev_addr_ && static_cast<std::size_t>(end_ - pos_) >= trace::kMaxUvarBytes) {
+    if (pos_ == alloc_end_ && addr == prev_addr_ && static_cast<std::size_t>(limit_ - pos_) >= trace::kMaxUvarBytes) {
       *alloc_tag_ = static_cast<std::uint8_t>(trace::Tag::kAllocResized);
       pos_ = put_uvar(pos_, bytes);
       alloc_end_ = nullptr;
@@ -141,6 +150,17 @@ class EventBuffer {
   // Frames and writes the pending records as one chunk (no-op when empty).
   void flush();
 
+  // How many bytes are checksummed at a time as records are written (see the top).
+  static constexpr std::size_t kCrcBlock = 4096;
+  // The checksum of a chunk's first `bytes` payload bytes, taken before the chunk was framed:
+  // `crc` is the CRC32C of the stream and epoch fields (stamped `epoch`) and those bytes,
+  // which the framing continues over the rest when the chunk is stamped with the same epoch.
+  struct PartialCrc {
+    std::uint64_t epoch = 0;
+    std::uint32_t crc = 0;
+    std::size_t bytes = 0;
+  };
+
  private:
   OBJPROF_ALWAYS_INLINE std::uint8_t* reserve(std::size_t n) {
     std::uint8_t* p = room(n);
@@ -150,14 +170,24 @@ class EventBuffer {
   // Makes room for a record of at most n bytes and returns where it goes; the caller sets
   // pos_ past what it wrote.
   OBJPROF_ALWAYS_INLINE std::uint8_t* room(std::size_t n) {
-    if (OBJPROF_UNLIKELY(static_cast<std::size_t>(end_ - pos_) < n)) flush_for(n);
+    if (OBJPROF_UNLIKELY(static_cast<std::size_t>(limit_ - pos_) < n)) flush_for(n);
     return pos_;
   }
+  // Past the block's end: checksums the block (and goes on in the chunk), or the chunk is full.
   OBJPROF_NOINLINE void flush_for(std::size_t n);
+  // Checksums the payload written since the last call, but for a last record that may still
+  // change (an alloc a resize may extend), and moves limit_ a block on (at least n bytes).
+  void checksum_written(std::size_t n) noexcept;
   // A new chunk starts: packed addresses are deltas within one chunk.
   void restart_deltas() noexcept {
     prev_addr_ = prev_to_ = 0;
     alloc_end_ = nullptr;
+  }
+  // A new chunk starts: nothing of it checksummed yet.
+  void restart_crc() noexcept {
+    crc_at_ = payload_;
+    partial_ = false;
+    limit_ = payload_ + std::min(kCrcBlock, capacity());
   }
 
   TraceWriter* writer_;
@@ -166,6 +196,11 @@ class EventBuffer {
   std::uint8_t* payload_;
   std::uint8_t* pos_;
   std::uint8_t* end_;
+  std::uint8_t* limit_;   // where the current checksum block ends (<= end_, >= pos_)
+  std::uint8_t* crc_at_;  // the payload before it is in crc_
+  bool partial_ = false;  // crc_ holds the stream, crc_epoch_ and [payload_, crc_at_)
+  std::uint32_t crc_ = 0;
+  std::uint64_t crc_epoch_ = 0;
   std::uint64_t prev_addr_ = 0;  // the chunk's previous packed address (0 at its start)
   std::uint64_t prev_to_ = 0;    // the chunk's previous move destination (0 at its start)
   std::uint8_t* alloc_tag_ = nullptr;  // the last alloc record's tag byte

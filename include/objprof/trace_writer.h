@@ -59,8 +59,10 @@ class TraceWriter {
   };
 
   // Frames `payload` (which must be preceded by kChunkHeaderBytes of writable space) and writes
-  // it. Used by EventBuffer.
-  void commit(std::uint8_t* header, std::size_t payload_bytes, std::uint32_t stream);
+  // it; `partial`, if given, is the checksum of the payload's first bytes the buffer took as it
+  // wrote them. Used by EventBuffer.
+  void commit(std::uint8_t* header, std::size_t payload_bytes, std::uint32_t stream,
+              const EventBuffer::PartialCrc* partial = nullptr);
 
   Status flush_sink();
   Status status() const;

@@ -171,6 +171,77 @@ TEST_CASE("A trace round-trips: definitions, allocs, moves, frees, GCs, bitmaps,
 // whatever the chunk size, the trace holds exactly the granules marked, among them runs longer
 // than a chunk (the smallest chunk takes ~28 words, the default ~8 K) and runs of one word at
 // the space's ends; and a dense dump takes little more than its words.
+// A buffer checksums its records a block at a time as they are written, and the framing
+// continues from there. Whatever the records, flush points, chunk sizes (one block, several,
+// not a multiple of a block, a chunk smaller than a block), epoch changes between a block and
+// the flush and chunks held by a sweep bracket (stamped with another epoch than their blocks
+// were taken for), every chunk's stored checksum is the CRC32C of its stream, epoch and
+// payload, computed afresh. Allocs followed by resizes are among the records: the alloc's tag
+// is rewritten when the resize extends it, after any block that stopped before it.
+TEST_CASE("A chunk checksummed while it is written has the checksum of its bytes", "[core][trace]") {
+  std::mt19937_64 rng(5);
+  for (std::size_t chunk : {std::size_t{300}, EventBuffer::kCrcBlock, EventBuffer::kCrcBlock * 3 + 123,
+                            trace::kDefaultChunkPayload}) {
+    CAPTURE(chunk);
+    auto sink = std::make_unique<MemorySink>();
+    MemorySink* raw = sink.get();
+    auto writer = TraceWriter::create(std::move(sink), chunk);
+    REQUIRE(writer.ok());
+    TraceWriter& w = **writer;
+    std::vector<std::unique_ptr<EventBuffer>> buffers;
+    buffers.push_back(w.make_buffer(trace::kThreadStreamBase));
+    buffers.push_back(w.make_buffer(trace::kThreadStreamBase + 1));
+    buffers.push_back(w.make_buffer(trace::kCollectorStream));
+    std::uint64_t epoch = 0, addr = 0x100000, resized = 0;
+    for (int i = 0; i < 200000; ++i) {
+      EventBuffer& b = *buffers[rng() % buffers.size()];
+      addr += 8 * (rng() % 64);
+      switch (rng() % 8) {
+        case 0: case 1: case 2:
+          b.alloc(static_cast<std::uint32_t>(rng() % 300), 1, addr, 16 + rng() % 200);
+          if (rng() % 2 == 0) {
+            b.resize(addr, 300 + rng() % 5000);
+            ++resized;
+          }
+          break;
+        case 3: b.move(addr, addr + 0x1000 + 8 * (rng() % 1000)); break;
+        case 4: b.free(addr); break;
+        case 5: b.move_range(addr, addr + 4096, 8 * (rng() % 100)); break;
+        case 6: {
+          if (rng() % 8 != 0) break;
+          // A record of its own length (a bitmap piece): beyond a block at times.
+          const std::size_t n = std::min<std::size_t>(1 + rng() % (2 * EventBuffer::kCrcBlock), b.capacity());
+          std::uint8_t* p = b.begin_record_at_most(n);
+          for (std::size_t k = 0; k < n; ++k) p[k] = static_cast<std::uint8_t>(rng());
+          b.end_record(p + n);
+          break;
+        }
+        case 7: {
+          const auto r = rng() % 1000;
+          if (r < 5) b.flush();
+          else if (r < 8) w.set_epoch(++epoch);
+          else if (r < 9) w.hold_mutator_chunks(epoch + 1);
+          else if (r < 10) w.release_held();
+          break;
+        }
+      }
+    }
+    for (auto& b : buffers) b->flush();
+    w.release_held();
+    CHECK(resized > 0);
+    const std::vector<std::byte> bytes = raw->take();
+    const std::vector<std::size_t> chunks = chunk_offsets(bytes);
+    CHECK(chunks.size() > 20);
+    std::size_t wrong = 0;
+    for (std::size_t at : chunks) {
+      const std::uint32_t n = get_u32(bytes, at + 4);
+      REQUIRE(at + trace::kChunkHeaderBytes + n <= bytes.size());
+      if (get_u32(bytes, at + 8) != crc32c(bytes.data() + at + 12, 12 + n)) ++wrong;
+    }
+    CHECK(wrong == 0);
+  }
+}
+
 TEST_CASE("A bitmap dump in runs holds every marked granule at any chunk size, ~8 bytes per marked word", "[core][trace]") {
   FakeHeap heap(std::size_t{1} << 23);  // 1 M granules: 16 K words of bits
   std::mt19937_64 rng(11);
