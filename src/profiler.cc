@@ -798,8 +798,10 @@ namespace {
 // longer than that goes on in the next record). A harvest's marks cluster: scimark's 186
 // marked words are 6-7 runs, ~1.5 KB to copy where packed entries took ~1.9 KB written a
 // word at a time.
-void write_bitmap(EventBuffer& out, std::uint32_t space, const std::uint8_t* bits,
-                  const std::vector<BitmapSnapshot::MarkedRun>& runs) {
+// Out of line: inlined into gc_begin (its one caller) it cost gc_begin's untraced path ~33
+// instructions a GC in registers spilled around it.
+[[gnu::noinline]] void write_bitmap(EventBuffer& out, std::uint32_t space, const std::uint8_t* bits,
+                                   const std::vector<BitmapSnapshot::MarkedRun>& runs) {
   constexpr std::size_t kHead = 1 + 5 + trace::kMaxUvarBytes, kRunHead = 2 * trace::kMaxUvarBytes;
   const std::size_t room = out.capacity() - kHead;  // >= 256 - 21: a run head and a word fit
   std::size_t r = 0;
