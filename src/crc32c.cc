@@ -49,8 +49,10 @@ OBJPROF_CRC_TARGET inline std::uint32_t step8(std::uint32_t s, std::uint8_t v) {
 // three independent streams; the streams are joined with the CRC's linearity:
 //   state(s, A || B) = shift(state(s, A), |B|) ^ state(0, B)
 // where shift(x, n) is the state after n zero bytes starting from x, a linear map applied
-// here with four 256-entry tables (built once with the instruction itself).
-constexpr std::size_t kStreamBytes = 1024;
+// here with four 256-entry tables (built once with the instruction itself). Blocks of three
+// 1 KiB streams, then of three 256-byte streams (a chunk of a few KiB: a GC's bitmap dump, a
+// mutator's last 4 KiB), then one stream for the last < 768 bytes.
+constexpr std::size_t kStreamBytes = 1024, kShortStreamBytes = 256;
 
 struct ShiftTable {
   std::uint32_t t[4][256];
@@ -84,6 +86,7 @@ struct Shifts {
   ShiftTable one, two;
 };
 constexpr Shifts kShifts{make_shift(kStreamBytes), make_shift(2 * kStreamBytes)};
+constexpr Shifts kShortShifts{make_shift(kShortStreamBytes), make_shift(2 * kShortStreamBytes)};
 
 // One instruction stream, on the raw state.
 OBJPROF_CRC_TARGET std::uint32_t crc_hw1(const unsigned char* p, std::size_t size, std::uint32_t s) noexcept {
@@ -102,27 +105,34 @@ OBJPROF_CRC_TARGET std::uint32_t crc_hw(const void* data, std::size_t size, std:
   return ~crc_hw1(static_cast<const unsigned char*>(data), size, ~crc);
 }
 
+// Blocks of three streams of kBytes each while they last, on the raw state `s`; `p` and
+// `size` move past them.
+template <std::size_t kBytes>
+OBJPROF_CRC_TARGET inline std::uint32_t crc_streams3(const unsigned char*& p, std::size_t& size, std::uint32_t s,
+                                                     const Shifts& sh) noexcept {
+  while (size >= 3 * kBytes) {
+    std::uint32_t s1 = 0, s2 = 0;
+    for (std::size_t i = 0; i < kBytes; i += 8) {
+      std::uint64_t a, b, c;
+      std::memcpy(&a, p + i, 8);
+      std::memcpy(&b, p + kBytes + i, 8);
+      std::memcpy(&c, p + 2 * kBytes + i, 8);
+      s = step64(s, a);
+      s1 = step64(s1, b);
+      s2 = step64(s2, c);
+    }
+    s = sh.two.apply(s) ^ sh.one.apply(s1) ^ s2;
+    p += 3 * kBytes;
+    size -= 3 * kBytes;
+  }
+  return s;
+}
+
 OBJPROF_CRC_TARGET std::uint32_t crc_hw3(const void* data, std::size_t size, std::uint32_t crc) noexcept {
   const auto* p = static_cast<const unsigned char*>(data);
   std::uint32_t s = ~crc;
-  if (size >= 3 * kStreamBytes) {
-    const Shifts& sh = kShifts;
-    while (size >= 3 * kStreamBytes) {
-      std::uint32_t s1 = 0, s2 = 0;
-      for (std::size_t i = 0; i < kStreamBytes; i += 8) {
-        std::uint64_t a, b, c;
-        std::memcpy(&a, p + i, 8);
-        std::memcpy(&b, p + kStreamBytes + i, 8);
-        std::memcpy(&c, p + 2 * kStreamBytes + i, 8);
-        s = step64(s, a);
-        s1 = step64(s1, b);
-        s2 = step64(s2, c);
-      }
-      s = sh.two.apply(s) ^ sh.one.apply(s1) ^ s2;
-      p += 3 * kStreamBytes;
-      size -= 3 * kStreamBytes;
-    }
-  }
+  if (size >= 3 * kStreamBytes) s = crc_streams3<kStreamBytes>(p, size, s, kShifts);
+  if (size >= 3 * kShortStreamBytes) s = crc_streams3<kShortStreamBytes>(p, size, s, kShortShifts);
   return ~crc_hw1(p, size, s);
 }
 #else

@@ -5,9 +5,10 @@
 //   portable     nothing                                Boost.CRC, a table lookup per byte
 //   hardware     x86_64 SSE4.2 / arm64 CRC extension    the CRC32C instruction, 8 bytes a step
 //   hardware3    the same                               three independent instruction streams
-//                                                       over 1 KiB blocks, joined with table
-//                                                       shifts (the instruction's latency is 3
-//                                                       cycles, its throughput 1 per cycle)
+//                                                       over 1 KiB blocks, then 256-byte ones,
+//                                                       joined with table shifts (the
+//                                                       instruction's latency is 3 cycles,
+//                                                       its throughput 1 per cycle)
 //
 // None needs CLMUL, AVX or anything past SSE4.2. OBJPROF_CRC32C=portable|hardware|hardware3
 // forces a path (tests; a CPU whose detection is wrong); a path this CPU cannot run, or an

@@ -32,7 +32,7 @@ TEST_CASE("CRC32C matches the standard check value and the portable implementati
 
 TEST_CASE("CRC32C: every path this CPU runs equals the portable one, forced one by one", "[core][crc]") {
   std::mt19937_64 rng(7);
-  std::vector<std::uint8_t> buf(3 * 3072 + 4096 + 13);  // long enough for the 3-stream blocks
+  std::vector<std::uint8_t> buf(3 * 3072 + 4096 + 13);  // long enough for the 3-stream blocks (1 KiB and 256-byte streams)
   for (auto& b : buf) b = static_cast<std::uint8_t>(rng());
   const char* check = "123456789";
   std::size_t paths_run = 0;
@@ -43,7 +43,8 @@ TEST_CASE("CRC32C: every path this CPU runs equals the portable one, forced one 
     CHECK(crc32c_with(path, check, 9) == 0xE3069283u);
     CHECK(crc32c_with(path, check + 4, 5, crc32c_with(path, check, 4)) == 0xE3069283u);
     for (std::size_t off : {0, 1, 3, 7}) {
-      for (std::size_t len : {0, 1, 7, 8, 9, 63, 64, 1000, 3071, 3072, 3073, 4096, 6144 + 5, 3 * 3072 + 4096}) {
+      for (std::size_t len : {0, 1, 7, 8, 9, 63, 64, 767, 768, 769, 1000, 1536, 2303, 2304, 3071, 3072, 3073, 3840,
+                               4096, 6144 + 5, 3 * 3072 + 4096}) {
         const std::uint32_t want = crc32c_portable(buf.data() + off, len);
         CHECK(crc32c_with(path, buf.data() + off, len) == want);
         // Continued from a split anywhere, as the writer continues over header and payload.
