@@ -77,10 +77,16 @@ class EventBuffer {
     free_fitting(addr);
   }
   void free_range(std::uint64_t addr, std::uint64_t bytes) {
+    room(trace::kFreeRangeBytes);
+    free_range_fitting(addr, bytes);
+  }
+  // free_range for a caller that knows fits(kFreeRangeBytes).
+  OBJPROF_ALWAYS_INLINE void free_range_fitting(std::uint64_t addr, std::uint64_t bytes) {
     struct __attribute__((packed)) Rec { std::uint8_t tag; std::uint64_t addr, bytes; };
     static_assert(sizeof(Rec) == trace::kFreeRangeBytes);
     const Rec r{static_cast<std::uint8_t>(trace::Tag::kFreeRange), addr, bytes};
-    std::memcpy(reserve(sizeof r), &r, sizeof r);
+    std::memcpy(pos_, &r, sizeof r);
+    pos_ += sizeof r;
   }
 
   // A resize of the object the previous record allocated (nothing written between them, same

@@ -436,7 +436,7 @@ class Profiler {
         return;
       }
     }
-    free_range_in_full(addr, bytes);
+    free_range_traced(addr, bytes);
   }
   // Root marks (ir::ElimOptions::roots_marked, `objprof elim --assume=root-marks`): a collector
   // that promises them calls this for every object a mutator frame's live reference slot holds,
@@ -509,7 +509,11 @@ class Profiler {
   // count and the log entry, without the checks repeated; everything else goes on to the
   // *_in_full paths.
   void move_traced(Address from, Address to);
+  // move_traced's way for a tracked object (the buffer's room checked), out of line.
+  void move_traced_tracked(internal::CollectorCounts& counts, EventBuffer& b, const std::uint64_t* starts, Address from,
+                           Address to);
   void free_traced(Address addr);
+  void free_range_traced(Address addr, std::uint64_t bytes);
   // The same once the caller's buffer may need a flush or a first use (their fast paths make
   // no call, so they keep no registers to save, and hand anything else over to these).
   void move_traced_slow(Address from, Address to);
