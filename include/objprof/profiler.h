@@ -429,7 +429,7 @@ class Profiler {
   void on_free_range(Address addr, std::uint64_t bytes) {
     if (const std::uint64_t* starts = short_hook_starts()) [[likely]] {
       const Address off = addr - space_begin_;
-      if (off < space_bytes_ && bytes != 0 && bytes <= space_bytes_ - off) [[likely]] {
+      if (at_in_the_space(off, bytes) && bytes != 0) [[likely]] {
         internal::CollectorCounts& counts = collector_counts();
         ++counts.free_ranges_seen;
         if (!untracked_range(starts, off, bytes)) log_free_range(counts, starts, addr, bytes);
@@ -555,7 +555,10 @@ class Profiler {
   void mark_allocated_in_spaces(ThreadState& thread, Address addr) noexcept;
   // [addr, addr + bytes) inside the only space (false with several spaces or none).
   bool in_the_space(Address addr, std::uint64_t bytes) const noexcept {
-    const Address off = addr - space_begin_;
+    return at_in_the_space(addr - space_begin_, bytes);
+  }
+  // The same for `off` = addr - the space's begin (a hook that needs the offset anyway).
+  bool at_in_the_space(Address off, std::uint64_t bytes) const noexcept {
     return off < space_bytes_ && bytes <= space_bytes_ - off;
   }
   // [addr, addr + bytes) inside one registered space (the trace reader refuses anything else).
