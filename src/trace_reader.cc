@@ -238,6 +238,12 @@ class Decoder {
         move(from, c.addr(prev_to_, "move to"), ctx);
         break;
       }
+      case Tag::kMoveGranules: {
+        prev_addr_ += granules(c.u32("granule move from"));
+        prev_to_ += granules(c.u32("granule move to"));
+        move(prev_addr_, prev_to_, ctx);
+        break;
+      }
       case Tag::kMoveRange: {
         MoveEvent m;
         m.from = c.u64("move-range from");
@@ -422,6 +428,7 @@ class Decoder {
       case Tag::kResizePacked: return {5, "packed resize"};
       case Tag::kBitmapPacked: return {6, "packed bitmap"};
       case Tag::kBitmapRuns: return {7, "bitmap runs"};
+      case Tag::kMoveGranules: return {8, "granule move"};
       default: return {0, ""};
     }
   }
@@ -456,6 +463,10 @@ class Decoder {
     v_.alloc(a);
   }
 
+  // A granule move's delta (an i32 in 8-byte units) as the 64-bit difference it adds.
+  static std::uint64_t granules(std::uint32_t v) noexcept {
+    return static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<std::int32_t>(v))) * 8;
+  }
   OBJPROF_ALWAYS_INLINE void move(std::uint64_t from, std::uint64_t to, const Context& ctx) {
     MoveEvent m;
     m.from = from;

@@ -55,8 +55,22 @@ class EventBuffer {
   // no call (it then needs no stack frame) asks first and writes with a *_fitting writer.
   bool fits(std::size_t n) const noexcept { return static_cast<std::size_t>(limit_ - pos_) >= n; }
   // move and free for a caller that knows fits(kMaxMovePackedBytes / kMaxFreePackedBytes).
+  // A move goes as a granule move (two i32 deltas in 8-byte units, trace_format.h) when both
+  // deltas fit one: one test for both, then plain stores. The packed form's varints cost a
+  // copying collector's traced move ~18 instructions more (points-semispace, callgrind).
   OBJPROF_ALWAYS_INLINE void move_fitting(std::uint64_t from, std::uint64_t to) {
     std::uint8_t* p = pos_;
+    const std::uint64_t df = from - prev_addr_, dt = to - prev_to_;
+    if (OBJPROF_LIKELY(((df | dt) & 7) == 0 && df + trace::kMoveGranuleSpan < 2 * trace::kMoveGranuleSpan &&
+                       dt + trace::kMoveGranuleSpan < 2 * trace::kMoveGranuleSpan)) {
+      prev_addr_ = from;
+      prev_to_ = to;
+      *p = static_cast<std::uint8_t>(trace::Tag::kMoveGranules);
+      put_u32(p + 1, static_cast<std::uint32_t>(df >> 3));
+      put_u32(p + 5, static_cast<std::uint32_t>(dt >> 3));
+      pos_ = p + trace::kMoveGranulesBytes;
+      return;
+    }
     *p++ = static_cast<std::uint8_t>(trace::Tag::kMovePacked);
     p = put_addr(p, from, prev_addr_);
     pos_ = put_addr(p, to, prev_to_);

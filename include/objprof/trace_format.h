@@ -1,4 +1,4 @@
-// The objprof trace format, version 7: constants and record layouts shared by the writer
+// The objprof trace format, version 8: constants and record layouts shared by the writer
 // (event_buffer.h, trace_writer.h) and the reader (trace_reader.h). docs/trace-format.md is
 // the prose version of this file; keep the two in step.
 //
@@ -18,13 +18,15 @@
 namespace objprof::trace {
 
 inline constexpr char kMagic[8] = {'O', 'B', 'J', 'P', 'R', 'T', 'R', 'C'};
-inline constexpr std::uint32_t kVersion = 7;
+inline constexpr std::uint32_t kVersion = 8;
 // Version 1 is version 2 without resize records, version 2 is version 3 without path records,
 // version 3 is version 4 without free-range records, version 4 is version 5 without packed
 // records, version 5 is version 6 without packed bitmap dumps, version 6 is version 7 without
-// bitmap runs; the reader reads all seven. The writer writes packed alloc, move, free and
-// resize records from version 5 on, sparse bitmap dumps packed in version 6, and every bitmap
-// dump as runs from version 7 on (the older forms stay readable).
+// bitmap runs, version 7 is version 8 without granule moves; the reader reads all eight. The
+// writer writes packed alloc, move, free and resize records from version 5 on, sparse bitmap
+// dumps packed in version 6, every bitmap dump as runs from version 7 on, and moves as granule
+// moves from version 8 on (the older forms stay readable; a packed move where a granule move
+// cannot hold the deltas).
 inline constexpr std::uint32_t kMinVersion = 1;
 inline constexpr std::size_t kPreambleBytes = 16;
 
@@ -86,9 +88,16 @@ enum class Tag : std::uint8_t {
   // words themselves, copied, plus a few bytes per run, where the packed form took 9-10 bytes
   // per word and the dense form 8 per word of the whole window.
   kBitmapRuns = 25,
+  // A move as two fixed-width deltas (v8): i32 from, i32 to, each in 8-byte units from the same
+  // `prev` as a packed move's (the chunk's previous address for `from`, its previous move
+  // destination for `to`), which become them. Nine bytes where a packed move takes 3-7, for
+  // no branch per varint byte: a copying collector reports every survivor, and the packed
+  // form's two varints were ~40 of its ~85 instructions a move. A delta that is not a multiple
+  // of 8 or does not fit 32 bits falls back to the packed form.
+  kMoveGranules = 26,
 };
 
-inline constexpr std::uint8_t kMaxTag = 25;
+inline constexpr std::uint8_t kMaxTag = 26;
 
 // Packed records (version 5). Most objects are small and are allocated, resized and freed near
 // the previous one, so their records are a few bytes instead of 9–25.
@@ -107,6 +116,10 @@ inline constexpr std::size_t kMaxAllocPackedBytes = 1 + 5 + 5 + kMaxAddrBytes + 
 inline constexpr std::size_t kMaxMovePackedBytes = 1 + 2 * kMaxAddrBytes;
 inline constexpr std::size_t kMaxFreePackedBytes = 1 + kMaxAddrBytes;
 inline constexpr std::size_t kMaxResizePackedBytes = 1 + kMaxAddrBytes + kMaxUvarBytes;
+// A granule move (tag 26): the deltas d = addr - prev (mod 2^64) it can hold are the multiples
+// of 8 in [-kMoveGranuleSpan, kMoveGranuleSpan), so that d / 8 fits an i32.
+inline constexpr std::uint64_t kMoveGranuleSpan = std::uint64_t{1} << 34;
+inline constexpr std::size_t kMoveGranulesBytes = 1 + 4 + 4;
 
 constexpr std::uint64_t zigzag(std::int64_t v) noexcept {
   return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);

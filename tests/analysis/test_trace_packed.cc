@@ -174,12 +174,63 @@ TEST_CASE("packed records: a nearby small object's records take a few bytes", "[
   CHECK(bytes_of([&] { buf->free(a + 3); }) == 1 + 1 + 8);              // not a multiple of 8: absolute
   CHECK(bytes_of([&] { buf->alloc(300, 70000, a + 3 + 8192, 1u << 20); }) == 1 + 2 + 3 + 2 + 3);  // +8192 from a + 3
   // A move's destination is a delta from the previous destination (a copying collector's are
-  // consecutive), its source from the previous address.
-  buf->move(a + 1024, a + (1u << 30));
-  CHECK(bytes_of([&] { buf->move(a + 1024 + 128, a + (1u << 30) + 56); }) == 3);
+  // consecutive), its source from the previous address; two deltas that fit i32 granules make
+  // a granule move of fixed width (9 bytes), others a packed move.
+  // (From a + 3 + 8192: not a multiple of 8, absolute; the chunk's first `to`: from 0.)
+  CHECK(bytes_of([&] { buf->move(a + 1024, a + (1u << 30)); }) == 1 + 9 + 7);
+  CHECK(bytes_of([&] { buf->move(a + 1024 + 128, a + (1u << 30) + 56); }) == 9);
+  CHECK(bytes_of([&] { buf->move(a + 1024 + 132, a + (1u << 30) + 64); }) == 1 + 9 + 1);  // +4: not granules
   // After a flush the next chunk starts from 0 again.
   buf->flush();
   CHECK(bytes_of([&] { buf->free(a); }) == 1 + 7);
+}
+
+TEST_CASE("granule moves: deltas at the edges of 32 bits round-trip, one past them as packed moves", "[trace][packed]") {
+  // Deltas (of `from` from the chunk's previous address, of `to` from its previous move's
+  // destination) at and one granule past each end of the i32 range, in 8-byte units, and
+  // unaligned ones; each move's record is as long as the form it must take.
+  constexpr std::uint64_t kBase = std::uint64_t{1} << 40, kSpan = trace::kMoveGranuleSpan;
+  TraceBuilder b({{0, kLo, kHi, "heap"}}, 8, 1 << 16);
+  b.thread(0, "main");
+  EventBuffer& collector = b.collector_stream();
+  std::uint64_t prev_from = 0, prev_to = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> moves;
+  const auto move = [&](std::uint64_t from, std::uint64_t to) {
+    const std::size_t before = collector.pending_bytes();
+    collector.move(from, to);
+    const std::uint64_t df = from - prev_from, dt = to - prev_to;
+    const auto fits = [&](std::uint64_t d) {
+      const auto s = static_cast<std::int64_t>(d);
+      return d % 8 == 0 && s >= -static_cast<std::int64_t>(kSpan) && s < static_cast<std::int64_t>(kSpan);
+    };
+    INFO("from delta " << static_cast<std::int64_t>(df) << ", to delta " << static_cast<std::int64_t>(dt));
+    std::size_t expected = trace::kMoveGranulesBytes;
+    if (!(fits(df) && fits(dt))) {  // the packed form's length: its two addresses' deltas
+      std::uint8_t packed[2 * trace::kMaxAddrBytes];
+      std::uint8_t* end = EventBuffer::put_addr(packed, from, prev_from);
+      expected = 1 + static_cast<std::size_t>(EventBuffer::put_addr(end, to, prev_to) - packed);
+      CHECK(expected != trace::kMoveGranulesBytes);
+    }
+    CHECK(collector.pending_bytes() - before == expected);
+    prev_from = from;
+    prev_to = to;
+    moves.emplace_back(from, to);
+  };
+  move(kBase, kBase + 8);  // from 0: packed (absolute-sized deltas)
+  const std::int64_t edges[] = {0, 8, -8, static_cast<std::int64_t>(kSpan) - 8, -static_cast<std::int64_t>(kSpan),
+                                static_cast<std::int64_t>(kSpan), -static_cast<std::int64_t>(kSpan) - 8, 4, -3};
+  for (std::int64_t df : edges)
+    for (std::int64_t dt : edges) {
+      // Back near kBase first (a delta that fits), so every edge starts from the same place.
+      move(kBase + 64, kBase + 72);
+      move(kBase + 64 + static_cast<std::uint64_t>(df), kBase + 72 + static_cast<std::uint64_t>(dt));
+    }
+  collector.flush();
+  b.end();
+  auto c = trace::load(b.take());
+  REQUIRE(c.ok());
+  REQUIRE(c->moves.size() == moves.size());
+  for (std::size_t i = 0; i < moves.size(); ++i) REQUIRE(std::pair{c->moves[i].from, c->moves[i].to} == moves[i]);
 }
 
 TEST_CASE("packed records: fixed (version 4) records read as the same trace and the same analysis", "[trace][packed]") {
@@ -303,6 +354,25 @@ TEST_CASE("packed records: malformed ones are refused with what is wrong", "[tra
   CHECK(error_of({kFree, 1, 0, 0, 1}, true).find("free address needs 8 bytes") != std::string::npos);
   CHECK(error_of({kFree, 0x7E}, true).find("free address 0xffffffffffffff00 is outside every declared space") != std::string::npos);
   CHECK(error_of(with({kMove}, addr_10000), true).find("move to runs past the end of its chunk") != std::string::npos);
+  // Granule moves: 0x10000 from 0 is 0x2000 granules; one cut short; one whose `to` lands
+  // below the space (-8 from 0); one whose `from` leaves it (0x10000 + 0x10000 granules * 8).
+  constexpr std::uint8_t kGranules = static_cast<std::uint8_t>(trace::Tag::kMoveGranules);
+  {
+    TraceBuilder b;
+    b.thread(0, "main");
+    b.raw_collector({kGranules, 0x00, 0x20, 0, 0, 0x08, 0x20, 0, 0});
+    b.end();
+    auto c = trace::load(b.take());
+    REQUIRE(c.ok());
+    REQUIRE(c->moves.size() == 1);
+    CHECK(c->moves[0].from == 0x10000);
+    CHECK(c->moves[0].to == 0x10040);
+  }
+  CHECK(error_of({kGranules, 0x00, 0x20, 0, 0, 0x08, 0x20}, true).find("granule move to needs 4 bytes") != std::string::npos);
+  CHECK(error_of({kGranules, 0x00, 0x20, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF}, true)
+            .find("move to address 0xfffffffffffffff8 is outside every declared space") != std::string::npos);
+  CHECK(error_of({kGranules, 0x00, 0x20, 0, 0, 0x08, 0x20, 0, 0, kGranules, 0x00, 0x20, 0, 0, 0, 0, 0, 0}, true)
+            .find("move from address 0x20000 is outside every declared space") != std::string::npos);
   CHECK(error_of(with(with({kAlloc, 10, 1}, addr_10000), {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}), false)
             .find("above the 281474976710656 byte limit") != std::string::npos);
   CHECK(error_of(with(with({kAlloc, 10, 1}, addr_10000), {32}), true).find("alloc record in non-thread stream 1") != std::string::npos);
@@ -534,6 +604,7 @@ TEST_CASE("record rules: each record refused in versions before its own, the hea
       {trace::Tag::kResizePacked, 5, "packed resize"},
       {trace::Tag::kBitmapPacked, 6, "packed bitmap"},
       {trace::Tag::kBitmapRuns, 7, "bitmap runs"},
+      {trace::Tag::kMoveGranules, 8, "granule move"},
   };
   for (const auto& v : versioned) {
     INFO(v.name);
