@@ -61,8 +61,10 @@ class EventBuffer {
   OBJPROF_ALWAYS_INLINE void move_fitting(std::uint64_t from, std::uint64_t to) {
     std::uint8_t* p = pos_;
     const std::uint64_t df = from - prev_addr_, dt = to - prev_to_;
-    if (OBJPROF_LIKELY(((df | dt) & 7) == 0 && df + trace::kMoveGranuleSpan < 2 * trace::kMoveGranuleSpan &&
-                       dt + trace::kMoveGranuleSpan < 2 * trace::kMoveGranuleSpan)) {
+    // Both tests for both deltas in one: a delta fits when d + span (span a multiple of 8, so
+    // the low bits stay d's) has no bit set below 3 or from 35 up.
+    constexpr std::uint64_t kOutside = ~(2 * trace::kMoveGranuleSpan - 1) | 7;
+    if (OBJPROF_LIKELY((((df + trace::kMoveGranuleSpan) | (dt + trace::kMoveGranuleSpan)) & kOutside) == 0)) {
       prev_addr_ = from;
       prev_to_ = to;
       *p = static_cast<std::uint8_t>(trace::Tag::kMoveGranules);
