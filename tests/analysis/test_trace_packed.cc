@@ -311,13 +311,17 @@ TEST_CASE("packed records: refused in traces before version 5, and a resize in v
 }
 
 TEST_CASE("packed records: malformed ones are refused with what is wrong", "[trace][packed]") {
-  const auto error_of = [](const std::vector<std::uint8_t>& record, bool collector) {
+  // A trace of one thread and one record, in the thread's stream or the collector's.
+  const auto trace_with = [](const std::vector<std::uint8_t>& record, bool collector) {
     TraceBuilder b;
     b.thread(0, "main");
     if (collector) b.raw_collector(record);
     else b.raw_thread(0, record);
     b.end();
-    return load_error(b.take());
+    return b.take();
+  };
+  const auto error_of = [&](const std::vector<std::uint8_t>& record, bool collector) {
+    return load_error(trace_with(record, collector));
   };
   constexpr std::uint8_t kAlloc = static_cast<std::uint8_t>(trace::Tag::kAllocPacked);
   constexpr std::uint8_t kFree = static_cast<std::uint8_t>(trace::Tag::kFreePacked);
@@ -331,11 +335,7 @@ TEST_CASE("packed records: malformed ones are refused with what is wrong", "[tra
   };
   {
     // The well-formed record these are broken from reads.
-    TraceBuilder b;
-    b.thread(0, "main");
-    b.raw_thread(0, with({kAlloc, 10, 1}, with(addr_10000, {32})));
-    b.end();
-    auto c = trace::load(b.take());
+    auto c = trace::load(trace_with(with({kAlloc, 10, 1}, with(addr_10000, {32})), false));
     REQUIRE(c.ok());
     REQUIRE(c->allocs.size() == 1);
     CHECK(c->allocs[0].addr == 0x10000);
@@ -358,11 +358,7 @@ TEST_CASE("packed records: malformed ones are refused with what is wrong", "[tra
   // below the space (-8 from 0); one whose `from` leaves it (0x10000 + 0x10000 granules * 8).
   constexpr std::uint8_t kGranules = static_cast<std::uint8_t>(trace::Tag::kMoveGranules);
   {
-    TraceBuilder b;
-    b.thread(0, "main");
-    b.raw_collector({kGranules, 0x00, 0x20, 0, 0, 0x08, 0x20, 0, 0});
-    b.end();
-    auto c = trace::load(b.take());
+    auto c = trace::load(trace_with({kGranules, 0x00, 0x20, 0, 0, 0x08, 0x20, 0, 0}, true));
     REQUIRE(c.ok());
     REQUIRE(c->moves.size() == 1);
     CHECK(c->moves[0].from == 0x10000);
@@ -383,11 +379,7 @@ TEST_CASE("packed records: malformed ones are refused with what is wrong", "[tra
             .find("resize at 0x10000 to 562949953421312 bytes, above the") != std::string::npos);
   {
     // Well formed, it is an alloc and a resize of the same object.
-    TraceBuilder b;
-    b.thread(0, "main");
-    b.raw_thread(0, with(with({kAllocResized, 10, 1}, addr_10000), {56, 0xC8, 0x01}));
-    b.end();
-    auto c = trace::load(b.take());
+    auto c = trace::load(trace_with(with(with({kAllocResized, 10, 1}, addr_10000), {56, 0xC8, 0x01}), false));
     REQUIRE(c.ok());
     REQUIRE(c->allocs.size() == 1);
     REQUIRE(c->resizes.size() == 1);
