@@ -147,6 +147,8 @@ struct ProfilerState {
   // the moved that did not go into the cards, and how many did. `survivors_this_gc`: the GC
   // open now takes them (wants_object_events() is false).
   bool survivors_this_gc = false, survivors_reported = false;
+  // This GC's hooks log their moves instead of carding them (StaleTracker::take_runs_this_gc).
+  bool runs_logged = false;
   std::uint64_t objects_at_gc = 0;  // objects allocated before the latest gc_begin (all threads)
   std::vector<Address> survivor_frees;
   std::vector<MoveLog> survivor_moves;
@@ -163,7 +165,7 @@ struct ProfilerState {
   std::vector<std::uint32_t> deferred_thread_ends;
   std::atomic<std::uint64_t> objects_tracked{0};
   std::uint64_t leaks_reported = 0, bits_harvested = 0, moves = 0, frees = 0, free_ranges = 0, root_marks = 0;
-  std::uint64_t reused_starts = 0, tracker_indexed_gcs = 0, survivor_gcs = 0;  // ProfilerStats
+  std::uint64_t reused_starts = 0, tracker_indexed_gcs = 0, tracker_run_gcs = 0, survivor_gcs = 0;  // ProfilerStats
   std::vector<StaleObject> stale;  // scratch of the stale check
   std::unordered_map<std::uint64_t, Detection> detections;  // per (site, type) group
   std::uint64_t bytes_at_gc = 0;
@@ -757,6 +759,9 @@ void Profiler::track_alloc(ThreadState& thread, std::uint32_t site, std::uint32_
   if (space_desc_) {
     const auto g = static_cast<std::uint32_t>((addr - space_begin_) >> space_log2_granule_);
     std::vector<internal::TrackedRecord>& records = thread.pending_records();
+    // Still rising if every record so far did and this one starts above the last.
+    std::size_t& rising = thread.rising_records();
+    if (rising == records.size() && (rising == 0 || records.back().granule < g)) ++rising;
     records.push_back(internal::TrackedRecord{g, intern_pair(thread, site, type), size_granules(size), birth_epoch()});
     // Outside a bracket the thread claims the new start itself, so gc_begin does not visit the
     // young records once more before the pass that drops most of them. Inside one (a sweep
@@ -882,9 +887,11 @@ Status Profiler::gc_begin(GcKind kind) {
       st.objects_tracked.fetch_add(st.tracker.add(t->pending_tracked()), std::memory_order_relaxed);
       t->pending_tracked().clear();
       // The thread's records change hands (no copy): most die in this GC and never reach the table.
-      st.objects_tracked.fetch_add(st.tracker.adopt_young(t->pending_records(), t->unclaimed_records()),
-                                   std::memory_order_relaxed);
+      st.objects_tracked.fetch_add(
+          st.tracker.adopt_young(t->pending_records(), t->unclaimed_records(), t->rising_records()),
+          std::memory_order_relaxed);
       t->unclaimed_records() = 0;
+      t->rising_records() = 0;
       resizes.insert(resizes.end(), t->pending_resizes().begin(), t->pending_resizes().end());
       t->pending_resizes().clear();
       const std::uint64_t own = t->allocated_bytes.load(std::memory_order_relaxed);
@@ -959,8 +966,10 @@ Status Profiler::gc_begin(GcKind kind) {
   st.objects_at_gc = objects;
   st.survivors_reported = false;
   wants_object_events_.store(!st.survivors_this_gc, std::memory_order_relaxed);
-  short_hook_cards_.store(st.tracker.hooks_may_card() && !st.survivors_this_gc ? tracked_cards_ : nullptr,
-                          std::memory_order_relaxed);
+  // A copying collector's runs go to the tracker as logs (StaleTracker::take_runs_this_gc).
+  const bool may_card = st.tracker.hooks_may_card() && !st.survivors_this_gc;
+  st.runs_logged = may_card && st.tracker.take_runs_this_gc();
+  short_hook_cards_.store(may_card && !st.runs_logged ? tracked_cards_ : nullptr, std::memory_order_relaxed);
   traced_hook_starts_.store(traced_starts_, std::memory_order_relaxed);
   return {};
 }
@@ -1423,9 +1432,11 @@ Status Profiler::gc_end() {
   std::vector<const BitmapSnapshot*>& bits = st.held_bit_ptrs;
   bits.clear();
   for (const auto& h : st.held_bits) bits.push_back(h ? &*h : nullptr);
-  const internal::StaleTracker::ApplyResult applied = st.tracker.apply(bits, e, moves, ranges, frees, free_ranges, carded);
+  const internal::StaleTracker::ApplyResult applied = st.tracker.apply(bits, e, moves, ranges, frees, free_ranges, carded,
+                                                                                 st.runs_logged && !st.survivors_this_gc);
   st.reused_starts += applied.conflicts;
   st.tracker_indexed_gcs += applied.indexed;
+  st.tracker_run_gcs += applied.by_runs;
   st.survivor_gcs += st.survivors_this_gc;
   release_held_bits(st);
   if (st.checker) st.checker->gc_end();
@@ -1560,6 +1571,7 @@ ProfilerStats Profiler::stats() const {
   s.root_marks = st.root_marks;
   s.reused_starts = st.reused_starts;
   s.tracker_indexed_gcs = st.tracker_indexed_gcs;
+  s.tracker_run_gcs = st.tracker_run_gcs;
   s.survivor_gcs = st.survivor_gcs;
   if (st.writer) {
     s.trace_bytes = st.writer->bytes_written();

@@ -81,6 +81,15 @@ void StaleTracker::set_spaces(std::vector<HeapSpace> spaces) {
   mask_.assign(spaces_.size(), 0);
   new_addr_.assign(spaces_.size(), {});
   next_.assign(spaces_.size(), {});
+  for (RecordTable& t : next_) t.reserve(kInitialRecords);  // sweep_runs writes the new table here
+  // sweep_runs' scratch for a copying GC's few runs, so that a new profiler's first GCs allocate
+  // none of it inside the pause.
+  constexpr std::size_t kInitialRuns = 64;
+  runs_.reserve(kInitialRuns);
+  runs_by_dest_.reserve(kInitialRuns);
+  slices_.reserve(2 * kInitialRuns);
+  sorted_parts_.reserve(8);
+  young_rising_.reserve(8);
   young_.clear();
   starts_.clear();
   starts_.resize(spaces_.size());
@@ -176,7 +185,7 @@ std::uint64_t StaleTracker::add_claimed_records(std::span<const TrackedRecord> r
   return records.size();
 }
 
-std::uint64_t StaleTracker::adopt_young(std::vector<TrackedRecord>& records, std::size_t unclaimed) {
+std::uint64_t StaleTracker::adopt_young(std::vector<TrackedRecord>& records, std::size_t unclaimed, std::size_t rising) {
   std::uint64_t n = 0;
   if (records.empty() || spaces_.size() != 1) {
     records.clear();
@@ -186,6 +195,8 @@ std::uint64_t StaleTracker::adopt_young(std::vector<TrackedRecord>& records, std
     // most of whom die in this GC.
     claim_all(0, std::span<const TrackedRecord>(records).first(std::min(unclaimed, records.size())));
     young_.emplace_back().swap(records);
+    young_rising_.resize(young_.size());
+    young_rising_.back() = std::min(rising, young_.back().size());
   }
   // A thread without room (its vector went to this or an earlier GC) gets an emptied one back.
   if (records.capacity() == 0 && !spare_.empty()) {
@@ -308,10 +319,29 @@ std::int64_t StaleTracker::locate(Address a, std::size_t& s) const noexcept {
 StaleTracker::ApplyResult StaleTracker::apply(std::span<const BitmapSnapshot* const> bits, std::uint32_t epoch,
                                               std::vector<MoveLog>& moves, std::span<const RangeMoveLog> ranges,
                                               std::span<const Address> frees, std::span<const FreeRangeLog> free_ranges,
-                                              std::uint64_t hook_carded) {
+                                              std::uint64_t hook_carded, bool runs_logged) {
   ApplyResult res;
   // Inside the bracket no thread claims a start (claim_at_alloc): what they found is complete.
   if (alloc_conflict_.exchange(false, std::memory_order_relaxed)) conflicts_pending_ = true;
+  // Every pass but sweep_runs changes granules in table order: the order is known again only
+  // after sweep_runs.
+  const std::size_t sorted = std::exchange(sorted_records_, 0);
+  const bool any_moves = !moves.empty() || !ranges.empty();
+  if (runs_logged && any_moves) {
+    if (hook_carded == 0 && !conflicts_pending_ && exact_starts_ && spaces_.size() == 1 && free_ranges.size() == 1) {
+      sorted_records_ = sorted;
+      if (sweep_runs(bits.empty() ? nullptr : bits[0], epoch, moves, ranges, frees, free_ranges[0], res)) {
+        runs_backoff_ = 1;
+        return res;
+      }
+      sorted_records_ = 0;
+    }
+    // Not a GC for the runs: the hooks card again for a while, and this GC's ranges are carded
+    // now (a lone move's log is what the hooks write when they cannot card it).
+    runs_wait_ = runs_backoff_;
+    runs_backoff_ = std::min<std::uint32_t>(runs_backoff_ * 2, 1024);
+    if (!ranges.empty() && !conflicts_pending_ && exact_starts_) ranges = card_logged_ranges(ranges, hook_carded);
+  }
   auto bits_of = [&](std::size_t s) { return s < bits.size() ? bits[s] : nullptr; };
   bool any = !young_.empty();
   for (const auto& t : tables_) any |= !t.empty();
@@ -465,6 +495,21 @@ bool span_of(const HeapSpace& space, const FreeRangeLog& run, std::uint64_t& g0,
   g0 = (off + (std::uint64_t{1} << lg) - 1) >> lg;
   g1 = std::min((end + (std::uint64_t{1} << lg) - 1) >> lg, space.granule_count());
   return g0 < g1;
+}
+
+// The first record of [at, end) (sorted by granule) at granule g or above: steps of 1, 2, 4...
+// from `at`, then a binary search of the last step. A run's slice starts near where the run
+// before ended and is as long as its survivors, so each search costs about the log of what it
+// passes over, not of the whole part.
+const TrackedRecord* gallop(const TrackedRecord* at, const TrackedRecord* end, std::uint64_t g) {
+  std::size_t step = 1;
+  const TrackedRecord* lo = at;
+  while (static_cast<std::size_t>(end - lo) > step && lo[step - 1].granule < g) {
+    lo += step;
+    step *= 2;
+  }
+  const TrackedRecord* hi = static_cast<std::size_t>(end - lo) > step ? lo + step : end;
+  return std::lower_bound(lo, hi, g, [](const TrackedRecord& r, std::uint64_t x) { return r.granule < x; });
 }
 
 bool start_of(const HeapSpace& space, Address a, std::uint64_t& g) {
@@ -1107,6 +1152,214 @@ unsigned StaleTracker::move_card_shift(std::size_t s) const noexcept {
 // record; then the dead's start bits go a word at a time (retire_freed), the moved sources'
 // one by one, and the destinations' are claimed (a destination that is a survivor's place
 // claims a start twice: the next apply() finds them through the record index).
+bool StaleTracker::take_runs_this_gc() noexcept {
+  if (!hooks_may_card() || spaces_.size() != 1 || !exact_starts_) return false;
+  if (runs_wait_ != 0) {
+    --runs_wait_;
+    return false;
+  }
+  return true;
+}
+
+std::span<const RangeMoveLog> StaleTracker::card_logged_ranges(std::span<const RangeMoveLog> ranges,
+                                                               std::uint64_t& hook_carded) {
+  uncarded_ranges_.clear();
+  const HeapSpace space = spaces_[0];
+  for (const RangeMoveLog& r : ranges) {
+    // The hooks' own tests (on_move_range's short path): inside the space, at granule starts.
+    const bool inside = r.bytes != 0 && space.contains(r.from) && space.contains(r.to) &&
+                        r.bytes <= space.size() - (r.from - space.begin()) &&
+                        r.bytes <= space.size() - (r.to - space.begin()) && space.is_aligned(r.from) &&
+                        space.is_aligned(r.to);
+    if (hook_cards_ != nullptr && inside) {
+      if (const std::int64_t n = card_range(hook_cards_, starts_[0].words(), r.from - space.begin(), r.bytes, r.to - r.from);
+          n >= 0) {
+        hook_carded += static_cast<std::uint64_t>(n);
+        continue;
+      }
+    }
+    uncarded_ranges_.push_back(r);
+  }
+  return uncarded_ranges_;
+}
+
+bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, std::span<const MoveLog> moves,
+                              std::span<const RangeMoveLog> ranges, std::span<const Address> frees,
+                              const FreeRangeLog& freed, ApplyResult& res) {
+  const HeapSpace space = spaces_[0];
+  std::uint64_t g0 = 0, g1 = 0;
+  if (!span_of(space, freed, g0, g1)) return false;
+  const unsigned lg = space.log2_alignment();
+  const std::uint64_t granules = space.granule_count();
+  // The runs, in granules: each source inside the evacuated range and each destination outside
+  // it. The two logs each come in the order the collector reported (the sim's: by source).
+  runs_.clear();
+  bool by_source = true;
+  auto add_run = [&](Address from, Address to, std::uint64_t bytes) {
+    std::uint64_t f = 0, d = 0;
+    if (bytes == 0 || !start_of(space, from, f) || !start_of(space, to, d)) return false;
+    const std::uint64_t n = (bytes + (std::uint64_t{1} << lg) - 1) >> lg;  // the granules starting inside
+    if (f < g0 || f >= g1 || n > g1 - f || d >= granules || n > granules - d || (d < g1 && d + n > g0)) return false;
+    by_source &= runs_.empty() || runs_.back().from < f;
+    runs_.push_back(Run{static_cast<std::uint32_t>(f), static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(n)});
+    return true;
+  };
+  // A lone move stands for the one record that starts at its source, if any.
+  for (std::size_t i = 0, j = 0; i < moves.size() || j < ranges.size();) {
+    const bool lone = j == ranges.size() || (i < moves.size() && moves[i].from < ranges[j].from);
+    const bool ok = lone ? add_run(moves[i].from, moves[i].to, std::uint64_t{1} << lg)
+                         : add_run(ranges[j].from, ranges[j].to, ranges[j].bytes);
+    if (!ok) return false;
+    (lone ? i : j) += 1;
+  }
+  if (runs_.empty()) return false;
+  if (!by_source) std::sort(runs_.begin(), runs_.end(), [](const Run& a, const Run& b) { return a.from < b.from; });
+  // No two sources overlap (an object moved twice would be written twice).
+  for (std::size_t k = 1; k < runs_.size(); ++k)
+    if (std::uint64_t{runs_[k - 1].from} + runs_[k - 1].count > runs_[k].from) return false;
+
+  // The records in parts sorted by granule, each inside the evacuated range: the table's first
+  // sorted_records_ (the survivors sweep_runs wrote last GC, when they are all inside it), and
+  // each young vector whose records all are (a bump allocator's, in allocation order). The
+  // rest (the table's others, a young vector with records elsewhere: a large-object space's)
+  // go one by one: inside the range into in_range_ (sorted if they come unsorted), outside it
+  // into outside_, which keeps them in place unless freed.
+  RecordTable& t = tables_[0];
+  const std::uint64_t span = g1 - g0;
+  auto inside = [&](std::uint32_t g) { return g - g0 < span; };
+  std::uint64_t records = t.size();
+  for (const auto& y : young_) records += y.size();
+  sorted_parts_.clear();
+  in_range_.clear();
+  outside_.clear();
+  std::size_t known = std::min(sorted_records_, t.size());
+  if (known != 0 && (!inside(t[0].granule) || !inside(t[known - 1].granule))) known = 0;
+  if (known != 0) sorted_parts_.push_back({t.data(), t.data() + known});
+  auto one_by_one = [&](const TrackedRecord* b, const TrackedRecord* e) {
+    for (; b != e; ++b) (inside(b->granule) ? in_range_ : outside_).push_back(*b);
+  };
+  one_by_one(t.data() + known, t.data() + t.size());
+  for (std::size_t k = 0; k < young_.size(); ++k) {
+    // A vector that rose all along (its thread said so) is a sorted part if its first and last
+    // records are inside the range.
+    std::vector<TrackedRecord>& y = young_[k];
+    TrackedRecord* const b = y.data();
+    TrackedRecord* const e = b + y.size();
+    const bool bad = b != e && (young_rising_[k] != y.size() || !inside(b->granule) || !inside((e - 1)->granule));
+    if (!bad) {
+      if (b != e) sorted_parts_.push_back({b, e});
+      continue;
+    }
+    // The vector is this GC's to change (apply empties it): its records inside the range move
+    // to its front in their order, the others go to outside_; the front is a sorted part if it
+    // rises, else it joins in_range_.
+    TrackedRecord* front = b;
+    for (const TrackedRecord* r = b; r != e; ++r) {
+      if (inside(r->granule)) *front++ = *r;
+      else outside_.push_back(*r);
+    }
+    if (std::adjacent_find(b, front, [](const TrackedRecord& x, const TrackedRecord& z) { return x.granule >= z.granule; }) == front) {
+      if (b != front) sorted_parts_.push_back({b, front});
+    } else {
+      in_range_.insert(in_range_.end(), b, front);
+    }
+  }
+  // in_range_ sorted (stably: of two records at one granule the later stays later), and then
+  // without two at one granule (a start claimed twice needs the index).
+  auto rises = [](const TrackedRecord& x, const TrackedRecord& z) { return x.granule >= z.granule; };
+  if (std::adjacent_find(in_range_.begin(), in_range_.end(), rises) != in_range_.end()) {
+    std::stable_sort(in_range_.begin(), in_range_.end(),
+                     [](const TrackedRecord& x, const TrackedRecord& z) { return x.granule < z.granule; });
+    if (std::adjacent_find(in_range_.begin(), in_range_.end(), rises) != in_range_.end()) return false;
+  }
+  if (!in_range_.empty()) sorted_parts_.push_back({in_range_.data(), in_range_.data() + in_range_.size()});
+
+  // From here on the GC is applied. Each run's records are one slice of each sorted part, found
+  // in source order (each search starts where the run before ended).
+  const std::size_t parts = sorted_parts_.size();
+  const std::size_t n_runs = runs_.size();
+  slices_.clear();  // part p's slice of run k at p * n_runs + k
+  for (std::size_t p = 0; p < parts; ++p) {
+    const TrackedRecord* at = sorted_parts_[p].first;
+    const TrackedRecord* const end = sorted_parts_[p].second;
+    for (const Run& run : runs_) {
+      const TrackedRecord* lo = gallop(at, end, run.from);
+      // A lone move's slice is its one record, if one starts there.
+      at = run.count == 1 ? lo + (lo != end && lo->granule == run.from) : gallop(lo, end, std::uint64_t{run.from} + run.count);
+      slices_.push_back({lo, at});
+    }
+  }
+  // The deaths' start bits: the frees' (a record outside the range dies with its start), then
+  // every start in the range (the dead's, and the moved's sources).
+  GranuleBits& starts = starts_[0];
+  for (Address a : frees) {
+    std::uint64_t g = 0;
+    if (start_of(space, a, g)) starts.clear(g);
+  }
+  starts.clear_exact(g0, g1);
+  std::uint64_t* const words = starts.words();
+  const std::span<const std::uint8_t> marks = bits != nullptr ? bits->bytes() : std::span<const std::uint8_t>();
+  const std::uint8_t* const mark = marks.data();
+  const std::size_t mark_bytes = marks.size();
+  auto marked = [&](std::uint32_t g) { return (g >> 3) < mark_bytes && ((mark[g >> 3] >> (g & 7)) & 1) != 0; };
+  // The records outside the range stay where they are, unless a free took their start (tested
+  // before any destination's start is set).
+  std::size_t stay = 0;
+  for (const TrackedRecord& r : outside_) {
+    if (!starts.test(r.granule)) continue;
+    TrackedRecord& kept = outside_[stay++];
+    kept = r;
+    if (marked(r.granule)) kept.last_access = epoch;
+  }
+  RecordTable& out = next_[0];
+  out.resize(records);
+  TrackedRecord* w = out.data();
+  // The moved, in destination order: a new table in address order when the destinations rise.
+  runs_by_dest_.clear();
+  for (std::size_t k = 0; k < n_runs; ++k) runs_by_dest_.push_back(static_cast<std::uint32_t>(k));
+  std::sort(runs_by_dest_.begin(), runs_by_dest_.end(),
+            [this](std::uint32_t a, std::uint32_t b) { return runs_[a].to < runs_[b].to; });
+  std::uint64_t seen = 0;
+  std::int64_t last = -1;
+  bool ascending = true;
+  for (std::uint32_t k : runs_by_dest_) {
+    const std::uint32_t delta = runs_[k].to - runs_[k].from;  // modulo 2^32: granules fit in 32 bits
+    for (std::size_t p = 0; p < parts; ++p) {
+      const auto [lo, hi] = slices_[p * n_runs + k];
+      if (lo == hi) continue;
+      ascending &= static_cast<std::int64_t>(lo->granule + delta) > last;
+      for (const TrackedRecord* r = lo; r != hi; ++r, ++w) {
+        const std::uint32_t g = r->granule;
+        *w = *r;
+        if (marked(g)) w->last_access = epoch;
+        const std::uint32_t ng = g + delta;
+        w->granule = ng;
+        const std::uint64_t bit = std::uint64_t{1} << (ng & 63);
+        seen |= words[ng >> 6] & bit;
+        words[ng >> 6] |= bit;
+      }
+      last = (hi - 1)->granule + delta;
+    }
+  }
+  const auto moved = static_cast<std::size_t>(w - out.data());
+  w = std::copy(outside_.data(), outside_.data() + stay, w);
+  if (seen != 0) conflicts_pending_ = true;  // a destination that held a start: the next GC sorts it out
+  const auto kept = static_cast<std::size_t>(w - out.data());
+  out.resize(kept);
+  t.swap(out);
+  out.clear();
+  for (std::vector<TrackedRecord>& y : young_) {
+    y.clear();
+    spare_.push_back(std::move(y));
+  }
+  young_.clear();
+  res.moved += moved;
+  res.freed += records - kept;
+  res.by_runs = true;
+  sorted_records_ = ascending ? moved : 0;
+  return true;
+}
+
 std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch,
                                         std::vector<MoveLog>& moves, std::uint64_t hook_carded,
                                         std::span<const Address> frees, std::span<const FreeRangeLog> free_ranges,

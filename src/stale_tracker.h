@@ -121,7 +121,9 @@ class StaleTracker {
   // grows none). The next apply() drops the young that died and appends the rest to the table.
   // Only the first `unclaimed` records get their start bits here: the others' were set when
   // they were allocated (claim_at_alloc). Returns how many are tracked.
-  std::uint64_t adopt_young(std::vector<TrackedRecord>& records, std::size_t unclaimed);
+  // `rising`: how many of the records (a prefix) the allocating thread saw rise in address
+  // order (ThreadState::rising_records), so that sweep_runs need not check them.
+  std::uint64_t adopt_young(std::vector<TrackedRecord>& records, std::size_t unclaimed, std::size_t rising = 0);
   // add_records for records whose start bits are set already (claim_at_alloc).
   std::uint64_t add_claimed_records(std::span<const TrackedRecord> records);
 
@@ -148,7 +150,7 @@ class StaleTracker {
   // a start claimed twice, bits that could not be mapped) instead of the one pass.
   struct ApplyResult {
     std::uint64_t freed = 0, moved = 0, left_spaces = 0, conflicts = 0;
-    bool indexed = false;
+    bool indexed = false, by_runs = false;  // by_runs: sweep_runs
   };
   // Applies one GC: the epoch's access bits (`bits[s]`, the snapshot harvested at gc_begin for
   // space s, or null) as last_access = epoch to every record marked at its pre-GC granule, and
@@ -158,9 +160,23 @@ class StaleTracker {
   // (at the GC that finds it).
   // `hook_carded` moves were carded by the collector hooks themselves (hook_cards) instead of
   // logged in `moves`; a GC that cannot use the cards turns them into logs appended to `moves`.
+  // `runs_logged`: the hooks logged every move of this GC, lone and range, instead of carding
+  // it (take_runs_this_gc said so at gc_begin): a copying GC's one pass then goes by the runs
+  // (sweep_runs); any other GC cards the logged ranges first, as the hooks would have.
   ApplyResult apply(std::span<const BitmapSnapshot* const> bits, std::uint32_t epoch, std::vector<MoveLog>& moves,
                     std::span<const RangeMoveLog> ranges, std::span<const Address> frees,
-                    std::span<const FreeRangeLog> free_ranges, std::uint64_t hook_carded = 0);
+                    std::span<const FreeRangeLog> free_ranges, std::uint64_t hook_carded = 0,
+                    bool runs_logged = false);
+
+  // Asked once at gc_begin, after hooks_may_card: whether this GC's hooks should log their moves
+  // (a lone move as one log entry, a range as one) instead of carding each tracked object. A
+  // copying collector reports a few runs per GC in the order it copies them, so gc_end can find
+  // each run's records as one slice of the records sorted by address (sweep_runs): nothing per
+  // dead record and nothing per tracked object in the hooks. A GC that cannot go that way (its
+  // deaths are not one evacuated range, the records are not in address order: several
+  // allocating threads, a mark-sweep's compaction) cards the logs at gc_end instead, and the
+  // hooks card again for the next 2, 4, ... up to 1024 GCs before logging is tried again.
+  bool take_runs_this_gc() noexcept;
 
   // The only space's move cards (one entry per 256 bytes: the new granule + 1 of the one
   // tracked object that starts in the card and moved, or 0), for the
@@ -410,6 +426,21 @@ class StaleTracker {
   // (the GC's frees and free ranges marked in freed_[s]; a GC whose one death is one free range
   // tests each record against the range instead) with their start bits, applies `bits`, and
   // moves the moved (all in space s). Returns the dead.
+  // The pass of a GC whose moves the hooks logged as runs (take_runs_this_gc) when they can
+  // stand for every record: one space, the GC's one death one free range holding every record
+  // and every run's source and no run's destination, the runs' destinations in ascending order
+  // and apart, their sources apart, and the records (table and young) in ascending granule
+  // order. Each run's records are then one slice of the records (two binary searches); they are
+  // written to the new table in the runs' order, so it comes out in address order again, with
+  // their new granules, start bits and last accesses. The dead (in no run) are never visited.
+  // False, with nothing changed, when the GC does not qualify.
+  bool sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, std::span<const MoveLog> moves,
+                  std::span<const RangeMoveLog> ranges, std::span<const Address> frees, const FreeRangeLog& freed,
+                  ApplyResult& res);
+  // Cards the logged `ranges` (card_range, as the hooks would have) and returns those it could
+  // not card, adding the carded objects to `hook_carded`: a GC whose hooks logged its runs
+  // (take_runs_this_gc) and that sweep_runs could not take.
+  std::span<const RangeMoveLog> card_logged_ranges(std::span<const RangeMoveLog> ranges, std::uint64_t& hook_carded);
   std::uint64_t sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch,
                             std::vector<MoveLog>& moves, std::uint64_t hook_carded, std::span<const Address> frees,
                             std::span<const FreeRangeLog> free_ranges, ApplyResult& res);
@@ -468,6 +499,7 @@ class StaleTracker {
   // vector each, in adoption order) and settled by apply(); `spare_` holds them emptied until
   // the next adoption hands them back to the threads.
   std::vector<std::vector<TrackedRecord>> young_;
+  std::vector<std::size_t> young_rising_;  // per young vector, its rising prefix (adopt_young)
   std::vector<std::vector<TrackedRecord>> spare_;
   // Per space: where live records start (exact_starts_: every bit was mapped; if a mapping
   // failed, the filter lets every event through and every GC builds the index).
@@ -495,6 +527,22 @@ class StaleTracker {
   // a space), mapped at set_spaces for the hooks (hook_cards) or on first use; zero between GCs.
   std::vector<SideTable<std::uint32_t>> move_cards_;
   std::uint32_t* hook_cards_ = nullptr;  // move_cards_[0] when the hooks may use it (hook_cards)
+  // The first records of the only space's table that are in ascending granule order: all of
+  // them after sweep_runs, none after any other apply() (only apply() changes granules; adds
+  // and resizes append), so sweep_runs checks only what came since.
+  std::size_t sorted_records_ = 0;
+  // take_runs_this_gc: GCs left before the hooks log runs again, and the next such wait.
+  std::uint32_t runs_wait_ = 0, runs_backoff_ = 1;
+  // sweep_runs' scratch: the GC's runs (granules) in destination order, their order by source,
+  // and the logged ranges that card_logged_ranges could not card.
+  struct Run {
+    std::uint32_t from, to, count;
+  };
+  std::vector<Run> runs_;
+  std::vector<std::uint32_t> runs_by_dest_;
+  std::vector<std::pair<const TrackedRecord*, const TrackedRecord*>> sorted_parts_, slices_;
+  std::vector<TrackedRecord> in_range_, outside_;
+  std::vector<RangeMoveLog> uncarded_ranges_;
   // Scratch of sweep_table: the moved records' old and new granules, and the old granules of
   // those that left the space.
   std::vector<std::uint32_t, UninitializedAllocator<std::uint32_t>> moved_from_, moved_to_, left_granules_;

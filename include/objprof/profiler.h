@@ -247,6 +247,10 @@ struct ProfilerStats {
   // bits that could not be mapped. A cost signal: a runtime whose collections all come here
   // pays a lookup per record and event (docs/embedding.md, section 2).
   std::uint64_t tracker_indexed_gcs = 0;
+  // GCs the stale tracker applied by their runs of moves alone (a copying collector's runs and
+  // lone moves, with one evacuated range as its deaths): each run's records found as one slice
+  // of the records in address order, the dead never visited (docs/embedding.md, section 2).
+  std::uint64_t tracker_run_gcs = 0;
   // GCs whose fates came from report_survivors (FateReports::kSurvivors, kCheaper).
   std::uint64_t survivor_gcs = 0;
 };

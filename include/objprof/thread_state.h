@@ -111,6 +111,9 @@ class alignas(kCacheLine) ThreadState {
   // Profiler-private: how many of pending_records() (a prefix: those allocated inside a GC
   // bracket) still need their start bits claimed at the next gc_begin.
   std::size_t& unclaimed_records() noexcept { return unclaimed_records_; }
+  // Profiler-private: how many of pending_records() (a prefix) rise in address order, as a bump
+  // allocator's do: a copying GC finds a run's young records in them by binary search.
+  std::size_t& rising_records() noexcept { return rising_records_; }
   internal::PairCache& pair_cache() noexcept { return pair_cache_; }
   // Profiler-private: this thread's progress clock (the stale check's second condition).
   std::uint32_t clock_slot() const noexcept { return clock_slot_; }
@@ -124,6 +127,7 @@ class alignas(kCacheLine) ThreadState {
   std::vector<internal::TrackedRecord> pending_records_;  // the only space's, ready for the tracker
   std::vector<internal::PendingResize> pending_resizes_;
   std::size_t unclaimed_records_ = 0;
+  std::size_t rising_records_ = 0;
   internal::PairCache pair_cache_;
   std::uint32_t clock_slot_ = 0;
 };
