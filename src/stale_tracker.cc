@@ -185,7 +185,7 @@ std::uint64_t StaleTracker::add_claimed_records(std::span<const TrackedRecord> r
   return records.size();
 }
 
-std::uint64_t StaleTracker::adopt_young(std::vector<TrackedRecord>& records, std::size_t unclaimed, std::size_t rising) {
+std::uint64_t StaleTracker::adopt_young(std::vector<TrackedRecord>& records, std::size_t unclaimed, bool rising) {
   std::uint64_t n = 0;
   if (records.empty() || spaces_.size() != 1) {
     records.clear();
@@ -196,7 +196,7 @@ std::uint64_t StaleTracker::adopt_young(std::vector<TrackedRecord>& records, std
     claim_all(0, std::span<const TrackedRecord>(records).first(std::min(unclaimed, records.size())));
     young_.emplace_back().swap(records);
     young_rising_.resize(young_.size());
-    young_rising_.back() = std::min(rising, young_.back().size());
+    young_rising_.back() = rising;
   }
   // A thread without room (its vector went to this or an earlier GC) gets an emptied one back.
   if (records.capacity() == 0 && !spare_.empty()) {
@@ -1245,7 +1245,7 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
     std::vector<TrackedRecord>& y = young_[k];
     TrackedRecord* const b = y.data();
     TrackedRecord* const e = b + y.size();
-    const bool bad = b != e && (young_rising_[k] != y.size() || !inside(b->granule) || !inside((e - 1)->granule));
+    const bool bad = b != e && (!young_rising_[k] || !inside(b->granule) || !inside((e - 1)->granule));
     if (!bad) {
       if (b != e) sorted_parts_.push_back({b, e});
       continue;

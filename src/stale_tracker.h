@@ -1,5 +1,5 @@
 // StaleTracker (private): the online leak detector's table. One table per space, each a
-// vector of 16-byte records in no particular order, so the profiler keeps 16 bytes per tracked
+// vector of 16-byte records (in address order after sweep_runs, else in none), so the profiler keeps 16 bytes per tracked
 // object beyond the bitmap, plus heap-side metadata like the bitmap's: one bit per granule where
 // a tracked object starts (`starts`), kept up to date as records come, die and move.
 //
@@ -15,8 +15,12 @@
 // A GC that moves nothing builds no index and needs no scratch bits: its deaths clear their
 // start bits first (a word at a time for a freed range) and the pass drops every record whose
 // start bit is clear. A copying GC (single moves in the only space) indexes its moves (granule ->
-// move), not its records. Range moves, moves across spaces and memory reused without a free (a
-// start claimed twice) take an open-addressing index of the records (granule -> record). The
+// move), not its records. A copying GC whose hooks logged its runs (ranges and lone moves:
+// take_runs_this_gc) and whose one death is the evacuated range goes by the runs alone
+// (sweep_runs): the records are kept in address order, so each run's records are one slice of
+// them, and the dead are never visited. Range moves it cannot card, moves across spaces and
+// memory reused without a free (a start claimed twice) take an open-addressing index of the
+// records (granule -> record). The
 // start bits are also the collector hooks' exact filter: an event at an address where no
 // tracked object starts is dropped with one bit test.
 #pragma once
@@ -121,9 +125,9 @@ class StaleTracker {
   // grows none). The next apply() drops the young that died and appends the rest to the table.
   // Only the first `unclaimed` records get their start bits here: the others' were set when
   // they were allocated (claim_at_alloc). Returns how many are tracked.
-  // `rising`: how many of the records (a prefix) the allocating thread saw rise in address
-  // order (ThreadState::rising_records), so that sweep_runs need not check them.
-  std::uint64_t adopt_young(std::vector<TrackedRecord>& records, std::size_t unclaimed, std::size_t rising = 0);
+  // `rising`: the allocating thread saw the records rise in address order
+  // (ThreadState::records_fall), so that sweep_runs need not check them.
+  std::uint64_t adopt_young(std::vector<TrackedRecord>& records, std::size_t unclaimed, bool rising = false);
   // add_records for records whose start bits are set already (claim_at_alloc).
   std::uint64_t add_claimed_records(std::span<const TrackedRecord> records);
 
@@ -499,7 +503,7 @@ class StaleTracker {
   // vector each, in adoption order) and settled by apply(); `spare_` holds them emptied until
   // the next adoption hands them back to the threads.
   std::vector<std::vector<TrackedRecord>> young_;
-  std::vector<std::size_t> young_rising_;  // per young vector, its rising prefix (adopt_young)
+  std::vector<bool> young_rising_;  // per young vector, whether its records rise (adopt_young)
   std::vector<std::vector<TrackedRecord>> spare_;
   // Per space: where live records start (exact_starts_: every bit was mapped; if a mapping
   // failed, the filter lets every event through and every GC builds the index).
