@@ -1322,22 +1322,31 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
   std::uint64_t seen = 0;
   std::int64_t last = -1;
   bool ascending = true;
+  // A survivor's share: its copy with the new granule, its last access, its start bit (~20
+  // instructions). The marks' bounds are tested per run: a run inside the snapshot's window
+  // (every run of a semispace's half, which is the window) needs no test per record.
+  auto emit = [&](const TrackedRecord* lo, const TrackedRecord* hi, std::uint32_t delta, auto in_window) {
+    for (const TrackedRecord* r = lo; r != hi; ++r, ++w) {
+      const std::uint32_t g = r->granule;
+      *w = *r;
+      if ((in_window || (g >> 3) < mark_bytes) && ((mark[g >> 3] >> (g & 7)) & 1) != 0) w->last_access = epoch;
+      const std::uint32_t ng = g + delta;
+      w->granule = ng;
+      const std::uint64_t bit = std::uint64_t{1} << (ng & 63);
+      seen |= words[ng >> 6] & bit;
+      words[ng >> 6] |= bit;
+    }
+  };
   for (std::uint32_t k : runs_by_dest_) {
-    const std::uint32_t delta = runs_[k].to - runs_[k].from;  // modulo 2^32: granules fit in 32 bits
+    const Run& run = runs_[k];
+    const std::uint32_t delta = run.to - run.from;  // modulo 2^32: granules fit in 32 bits
+    const bool in_window = ((std::uint64_t{run.from} + run.count + 7) >> 3) <= mark_bytes;
     for (std::size_t p = 0; p < parts; ++p) {
       const auto [lo, hi] = slices_[p * n_runs + k];
       if (lo == hi) continue;
       ascending &= static_cast<std::int64_t>(lo->granule + delta) > last;
-      for (const TrackedRecord* r = lo; r != hi; ++r, ++w) {
-        const std::uint32_t g = r->granule;
-        *w = *r;
-        if (marked(g)) w->last_access = epoch;
-        const std::uint32_t ng = g + delta;
-        w->granule = ng;
-        const std::uint64_t bit = std::uint64_t{1} << (ng & 63);
-        seen |= words[ng >> 6] & bit;
-        words[ng >> 6] |= bit;
-      }
+      if (in_window) emit(lo, hi, delta, std::true_type{});
+      else emit(lo, hi, delta, std::false_type{});
       last = (hi - 1)->granule + delta;
     }
   }

@@ -503,7 +503,7 @@ class StaleTracker {
   // vector each, in adoption order) and settled by apply(); `spare_` holds them emptied until
   // the next adoption hands them back to the threads.
   std::vector<std::vector<TrackedRecord>> young_;
-  std::vector<bool> young_rising_;  // per young vector, whether its records rise (adopt_young)
+  std::vector<std::uint8_t> young_rising_;  // per young vector, whether its records rise (adopt_young)
   std::vector<std::vector<TrackedRecord>> spare_;
   // Per space: where live records start (exact_starts_: every bit was mapped; if a mapping
   // failed, the filter lets every event through and every GC builds the index).
