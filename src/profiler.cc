@@ -760,7 +760,7 @@ void Profiler::track_alloc(ThreadState& thread, std::uint32_t site, std::uint32_
     const auto g = static_cast<std::uint32_t>((addr - space_begin_) >> space_log2_granule_);
     std::vector<internal::TrackedRecord>& records = thread.pending_records();
     // Whether the records rise (a copying GC's runs then find the young by binary search): one
-    // compare with the granule after the last, in registers here (~5 instructions).
+    // compare with the granule after the last, in registers here (~6 instructions, counted).
     thread.records_fall() |= g < thread.next_rising_granule();
     thread.next_rising_granule() = std::uint64_t{g} + 1;
     records.push_back(internal::TrackedRecord{g, intern_pair(thread, site, type), size_granules(size), birth_epoch()});

@@ -1357,6 +1357,13 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
   out.resize(kept);
   t.swap(out);
   out.clear();
+  // The old table and the one-by-one scratch are kept for the next GC when small (no allocation
+  // inside a short pause); a large heap's go back, so that between GCs a tracked object costs
+  // its 16-byte record and not a second one.
+  constexpr std::size_t kKeptScratch = std::size_t{1} << 16;  // records: 1 MiB
+  if (out.capacity() > kKeptScratch) RecordTable().swap(out);
+  if (in_range_.capacity() > kKeptScratch) std::vector<TrackedRecord>().swap(in_range_);
+  if (outside_.capacity() > kKeptScratch) std::vector<TrackedRecord>().swap(outside_);
   for (std::vector<TrackedRecord>& y : young_) {
     y.clear();
     spare_.push_back(std::move(y));

@@ -1,7 +1,9 @@
 // StaleTracker (private): the online leak detector's table. One table per space, each a
-// vector of 16-byte records (in address order after sweep_runs, else in none), so the profiler keeps 16 bytes per tracked
-// object beyond the bitmap, plus heap-side metadata like the bitmap's: one bit per granule where
-// a tracked object starts (`starts`), kept up to date as records come, die and move.
+// vector of 16-byte records (in address order after sweep_runs, else in no particular order),
+// so the profiler keeps 16 bytes per tracked object beyond the bitmap (a GC that rewrites the
+// table, sweep_runs or the index's rebuild, writes the new one beside the old: 16 bytes per
+// survivor more while it runs), plus heap-side metadata like the bitmap's: one bit per granule
+// where a tracked object starts (`starts`), kept up to date as records come, die and move.
 //
 // Updates from the hooks are logged and applied in bulk, in one pass per GC where possible. A
 // new object's start bit is set by the thread that allocates it (claim_at_alloc), except inside
