@@ -1315,10 +1315,14 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
   out.resize(records);
   TrackedRecord* w = out.data();
   // The moved, in destination order: a new table in address order when the destinations rise.
+  // Of two runs onto one place (a protocol slip: the next GC finds the start claimed twice and
+  // keeps the record written later) the one from the higher source is written later, whatever
+  // the order of the reports.
   runs_by_dest_.clear();
   for (std::size_t k = 0; k < n_runs; ++k) runs_by_dest_.push_back(static_cast<std::uint32_t>(k));
-  std::sort(runs_by_dest_.begin(), runs_by_dest_.end(),
-            [this](std::uint32_t a, std::uint32_t b) { return runs_[a].to < runs_[b].to; });
+  std::sort(runs_by_dest_.begin(), runs_by_dest_.end(), [this](std::uint32_t a, std::uint32_t b) {
+    return runs_[a].to != runs_[b].to ? runs_[a].to < runs_[b].to : a < b;  // stable without a buffer
+  });
   std::uint64_t seen = 0;
   std::int64_t last = -1;
   bool ascending = true;

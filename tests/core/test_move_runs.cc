@@ -230,4 +230,69 @@ TEST_CASE("move runs: a GC that moves something outside the evacuated range is a
   }
 }
 
+TEST_CASE("move runs: two survivors moved onto one place keep only one, the one from the higher source",
+          "[core][profiler]") {
+  const bool higher_first = GENERATE(false, true);  // the order of the two reports does not matter
+  INFO((higher_first ? "the higher source reported first" : "the lower source reported first"));
+  test::FakeHeap heap(1 << 16);
+  ProfilerOptions o;
+  test::rig_defaults(o);
+  o.check_hooks = false;
+  o.trace_sink = nullptr;
+  std::vector<LeakReport> got;
+  o.on_leak = [&](const LeakReport& r) { got.push_back(r); };
+  auto prof = std::move(*Profiler::create(std::move(o)));
+  REQUIRE(prof->add_space(heap.space()).ok());
+  ThreadState& thread = **prof->attach_thread(1, "mutator");
+  prof->on_alloc(thread, 1, 1, heap.at(0), 1024);
+  prof->on_alloc(thread, 2, 1, heap.at(2048), 1024);
+  REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
+  REQUIRE(prof->gc_end().ok());  // both tracked
+  REQUIRE(prof->stats().tracked_live == 2u);
+  REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
+  const Address onto = heap.at(16384);
+  if (higher_first) prof->on_move(heap.at(2048), onto);
+  prof->on_move(heap.at(0), onto);
+  if (!higher_first) prof->on_move(heap.at(2048), onto);
+  prof->on_free_range(heap.at(0), 8192);
+  REQUIRE(prof->gc_end().ok());
+  CHECK(prof->stats().tracker_run_gcs == 1u);
+  CHECK(prof->stats().reused_starts == 0u);  // found at the next GC
+  REQUIRE(prof->gc_begin(GcKind::kCopying).ok());  // this GC resolves the double claim
+  REQUIRE(prof->gc_end().ok());
+  CHECK(prof->stats().tracked_live == 1u);
+  CHECK(prof->stats().reused_starts == 1u);
+  CHECK(prof->stats().tracker_indexed_gcs >= 1u);
+  for (int gc = 0; gc < 3; ++gc) {
+    REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
+    REQUIRE(prof->gc_end().ok());
+  }
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].site_id == 2u);
+  CHECK(got[0].addr == onto);
+}
+
+TEST_CASE("move runs: an object moved twice in one GC is not a GC for the runs", "[core][profiler]") {
+  test::FakeHeap heap(1 << 16);
+  ProfilerOptions o;
+  test::rig_defaults(o);
+  o.check_hooks = false;
+  o.trace_sink = nullptr;
+  auto prof = std::move(*Profiler::create(std::move(o)));
+  REQUIRE(prof->add_space(heap.space()).ok());
+  ThreadState& thread = **prof->attach_thread(1, "mutator");
+  prof->on_alloc(thread, 1, 1, heap.at(0), 1024);
+  prof->on_alloc(thread, 2, 1, heap.at(1024), 1024);
+  REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
+  REQUIRE(prof->gc_end().ok());
+  REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
+  // The range and a lone move both claim the object at 1024: the runs' sources overlap.
+  prof->on_move_range(heap.at(0), heap.at(16384), 2048);
+  prof->on_move(heap.at(1024), heap.at(32768));
+  prof->on_free_range(heap.at(0), 8192);
+  REQUIRE(prof->gc_end().ok());
+  CHECK(prof->stats().tracker_run_gcs == 0u);
+  CHECK(prof->stats().tracked_live == 2u);  // both live on, wherever the other way put them
+}
+
 }  // namespace test_move_runs
