@@ -1212,7 +1212,7 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
     if (!ok) return false;
     (lone ? i : j) += 1;
   }
-  if (runs_.empty()) return false;
+  if (runs_.empty() || runs_.size() > 0xFFFF'FFFFu) return false;  // runs_by_dest_ keeps 32-bit indexes
   if (!by_source) std::sort(runs_.begin(), runs_.end(), [](const Run& a, const Run& b) { return a.from < b.from; });
   // No two sources overlap (an object moved twice would be written twice).
   for (std::size_t k = 1; k < runs_.size(); ++k)
@@ -1318,11 +1318,10 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
   // Of two runs onto one place (a protocol slip: the next GC finds the start claimed twice and
   // keeps the record written later) the one from the higher source is written later, whatever
   // the order of the reports.
+  // Sorted as (destination, index) keys: stable, with no buffer and no indirection per compare.
   runs_by_dest_.clear();
-  for (std::size_t k = 0; k < n_runs; ++k) runs_by_dest_.push_back(static_cast<std::uint32_t>(k));
-  std::sort(runs_by_dest_.begin(), runs_by_dest_.end(), [this](std::uint32_t a, std::uint32_t b) {
-    return runs_[a].to != runs_[b].to ? runs_[a].to < runs_[b].to : a < b;  // stable without a buffer
-  });
+  for (std::size_t k = 0; k < n_runs; ++k) runs_by_dest_.push_back(std::uint64_t{runs_[k].to} << 32 | k);
+  std::sort(runs_by_dest_.begin(), runs_by_dest_.end());
   std::uint64_t seen = 0;
   std::int64_t last = -1;
   bool ascending = true;
@@ -1341,7 +1340,8 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
       words[ng >> 6] |= bit;
     }
   };
-  for (std::uint32_t k : runs_by_dest_) {
+  for (const std::uint64_t key : runs_by_dest_) {
+    const auto k = static_cast<std::size_t>(key & 0xFFFF'FFFFu);
     const Run& run = runs_[k];
     const std::uint32_t delta = run.to - run.from;  // modulo 2^32: granules fit in 32 bits
     const bool in_window = ((std::uint64_t{run.from} + run.count + 7) >> 3) <= mark_bytes;

@@ -545,7 +545,7 @@ class StaleTracker {
     std::uint32_t from, to, count;
   };
   std::vector<Run> runs_;
-  std::vector<std::uint32_t> runs_by_dest_;
+  std::vector<std::uint64_t> runs_by_dest_;  // (destination << 32 | index into runs_), sorted
   std::vector<std::pair<const TrackedRecord*, const TrackedRecord*>> sorted_parts_, slices_;
   std::vector<TrackedRecord> in_range_, outside_;
   std::vector<RangeMoveLog> uncarded_ranges_;
