@@ -1147,11 +1147,6 @@ unsigned StaleTracker::move_card_shift(std::size_t s) const noexcept {
   return lg >= kMoveCardLog2 ? 0 : kMoveCardLog2 - lg;
 }
 
-// A GC with moves (all single moves, in the only space, every start claimed once): one pass
-// drops the dead, applies the access bits and re-homes the moved, with no write per dead
-// record; then the dead's start bits go a word at a time (retire_freed), the moved sources'
-// one by one, and the destinations' are claimed (a destination that is a survivor's place
-// claims a start twice: the next apply() finds them through the record index).
 bool StaleTracker::take_runs_this_gc() noexcept {
   if (!hooks_may_card() || spaces_.size() != 1 || !exact_starts_) return false;
   if (runs_wait_ != 0) {
@@ -1380,6 +1375,11 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
   return true;
 }
 
+// A GC with moves (all single moves, in the only space, every start claimed once): one pass
+// drops the dead, applies the access bits and re-homes the moved, with no write per dead
+// record; then the dead's start bits go a word at a time (retire_freed), the moved sources'
+// one by one, and the destinations' are claimed (a destination that is a survivor's place
+// claims a start twice: the next apply() finds them through the record index).
 std::uint64_t StaleTracker::sweep_table(std::size_t s, const BitmapSnapshot* bits, std::uint32_t epoch,
                                         std::vector<MoveLog>& moves, std::uint64_t hook_carded,
                                         std::span<const Address> frees, std::span<const FreeRangeLog> free_ranges,

@@ -176,12 +176,12 @@ class StaleTracker {
 
   // Asked once at gc_begin, after hooks_may_card: whether this GC's hooks should log their moves
   // (a lone move as one log entry, a range as one) instead of carding each tracked object. A
-  // copying collector reports a few runs per GC in the order it copies them, so gc_end can find
-  // each run's records as one slice of the records sorted by address (sweep_runs): nothing per
-  // dead record and nothing per tracked object in the hooks. A GC that cannot go that way (its
-  // deaths are not one evacuated range, the records are not in address order: several
-  // allocating threads, a mark-sweep's compaction) cards the logs at gc_end instead, and the
-  // hooks card again for the next 2, 4, ... up to 1024 GCs before logging is tried again.
+  // copying collector reports a few runs per GC, so gc_end can find each run's records as one
+  // slice of the records sorted by address (sweep_runs): nothing per dead record and nothing
+  // per tracked object in the hooks. A GC that cannot go that way (its deaths are not one
+  // evacuated range, something outside it moves: a mark-sweep's compaction) cards the logged
+  // ranges at gc_end instead, and the hooks card again for the next 1, 2, 4, ... up to 1024 GCs
+  // before logging is tried again.
   bool take_runs_this_gc() noexcept;
 
   // The only space's move cards (one entry per 256 bytes: the new granule + 1 of the one
@@ -432,14 +432,17 @@ class StaleTracker {
   // (the GC's frees and free ranges marked in freed_[s]; a GC whose one death is one free range
   // tests each record against the range instead) with their start bits, applies `bits`, and
   // moves the moved (all in space s). Returns the dead.
-  // The pass of a GC whose moves the hooks logged as runs (take_runs_this_gc) when they can
-  // stand for every record: one space, the GC's one death one free range holding every record
-  // and every run's source and no run's destination, the runs' destinations in ascending order
-  // and apart, their sources apart, and the records (table and young) in ascending granule
-  // order. Each run's records are then one slice of the records (two binary searches); they are
-  // written to the new table in the runs' order, so it comes out in address order again, with
-  // their new granules, start bits and last accesses. The dead (in no run) are never visited.
-  // False, with nothing changed, when the GC does not qualify.
+  // The pass of a GC whose moves the hooks logged as runs (take_runs_this_gc), when the runs can
+  // stand for every move: one space, the GC's deaths one free range (the evacuated area) and
+  // single frees, every run's source inside the range and its destination outside it, no two
+  // sources overlapping. The records inside the range are kept as parts in ascending granule
+  // order (the table as the last sweep_runs wrote it; a young vector whose thread saw it rise;
+  // the rest copied and sorted), so each run's records are one slice of each part (galloping
+  // searches); they go to the new table in destination order, with their new granules, start
+  // bits and last accesses, and the table comes out in address order when the destinations do
+  // not interleave. The records outside the range stay unless a single free took their start.
+  // The dead inside it are never visited. False, with nothing changed, when the GC does not
+  // qualify (or two records share a granule: a start claimed twice needs the index).
   bool sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, std::span<const MoveLog> moves,
                   std::span<const RangeMoveLog> ranges, std::span<const Address> frees, const FreeRangeLog& freed,
                   ApplyResult& res);
