@@ -1227,6 +1227,7 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
   sorted_parts_.clear();
   in_range_.clear();
   outside_.clear();
+  compact_later_.clear();
   std::size_t known = std::min(sorted_records_, t.size());
   if (known != 0 && (!inside(t[0].granule) || !inside(t[known - 1].granule))) known = 0;
   if (known != 0) sorted_parts_.push_back({t.data(), t.data() + known});
@@ -1245,19 +1246,20 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
       if (b != e) sorted_parts_.push_back({b, e});
       continue;
     }
-    // The vector is this GC's to change (apply empties it): its records inside the range move
-    // to its front in their order, the others go to outside_; the front is a sorted part if it
-    // rises, else it joins in_range_.
-    TrackedRecord* front = b;
+    // Do its records inside the range rise (the others outside it, a large-object space's)?
+    // Read only: the vector is changed once nothing can fail any more (below).
+    std::int64_t last = -1;
+    bool rises = true;
     for (const TrackedRecord* r = b; r != e; ++r) {
-      if (inside(r->granule)) *front++ = *r;
-      else outside_.push_back(*r);
+      if (!inside(r->granule)) continue;
+      rises &= static_cast<std::int64_t>(r->granule) > last;
+      last = r->granule;
     }
-    if (std::adjacent_find(b, front, [](const TrackedRecord& x, const TrackedRecord& z) { return x.granule >= z.granule; }) == front) {
-      if (b != front) sorted_parts_.push_back({b, front});
-    } else {
-      in_range_.insert(in_range_.end(), b, front);
+    if (rises) {
+      compact_later_.push_back(k);
+      continue;
     }
+    one_by_one(b, e);
   }
   // in_range_ sorted (stably: of two records at one granule the later stays later), and then
   // without two at one granule (a start claimed twice needs the index).
@@ -1268,6 +1270,19 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
     if (std::adjacent_find(in_range_.begin(), in_range_.end(), rises) != in_range_.end()) return false;
   }
   if (!in_range_.empty()) sorted_parts_.push_back({in_range_.data(), in_range_.data() + in_range_.size()});
+  // Nothing fails from here on. A young vector whose records inside the range rise among others
+  // is this GC's to change (apply empties it): those records move to its front in their order,
+  // a sorted part, and the others go to outside_.
+  for (const std::size_t k : compact_later_) {
+    std::vector<TrackedRecord>& y = young_[k];
+    TrackedRecord* const b = y.data();
+    TrackedRecord* front = b;
+    for (const TrackedRecord* r = b; r != b + y.size(); ++r) {
+      if (inside(r->granule)) *front++ = *r;
+      else outside_.push_back(*r);
+    }
+    if (b != front) sorted_parts_.push_back({b, front});
+  }
 
   // From here on the GC is applied. Each run's records are one slice of each sorted part, found
   // in source order (each search starts where the run before ended).

@@ -551,6 +551,7 @@ class StaleTracker {
   std::vector<std::uint64_t> runs_by_dest_;  // (destination << 32 | index into runs_), sorted
   std::vector<std::pair<const TrackedRecord*, const TrackedRecord*>> sorted_parts_, slices_;
   std::vector<TrackedRecord> in_range_, outside_;
+  std::vector<std::size_t> compact_later_;  // young vectors sweep_runs compacts once it cannot fail
   std::vector<RangeMoveLog> uncarded_ranges_;
   // Scratch of sweep_table: the moved records' old and new granules, and the old granules of
   // those that left the space.
