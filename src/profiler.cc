@@ -760,9 +760,9 @@ void Profiler::track_alloc(ThreadState& thread, std::uint32_t site, std::uint32_
     const auto g = static_cast<std::uint32_t>((addr - space_begin_) >> space_log2_granule_);
     std::vector<internal::TrackedRecord>& records = thread.pending_records();
     // Whether the records rise (a copying GC's runs then find the young by binary search): one
-    // compare with the granule after the last, in registers here (~6 instructions, counted).
-    thread.records_fall() |= g < thread.next_rising_granule();
-    thread.next_rising_granule() = std::uint64_t{g} + 1;
+    // compare with the granule after the last; once one falls, no granule reaches kRecordsFell.
+    std::uint64_t& next = thread.next_rising_granule();
+    next = g < next ? ThreadState::kRecordsFell : std::uint64_t{g} + 1;
     records.push_back(internal::TrackedRecord{g, intern_pair(thread, site, type), size_granules(size), birth_epoch()});
     // Outside a bracket the thread claims the new start itself, so gc_begin does not visit the
     // young records once more before the pass that drops most of them. Inside one (a sweep
@@ -889,10 +889,10 @@ Status Profiler::gc_begin(GcKind kind) {
       t->pending_tracked().clear();
       // The thread's records change hands (no copy): most die in this GC and never reach the table.
       st.objects_tracked.fetch_add(
-          st.tracker.adopt_young(t->pending_records(), t->unclaimed_records(), !t->records_fall()),
+          st.tracker.adopt_young(t->pending_records(), t->unclaimed_records(),
+                                 t->next_rising_granule() != ThreadState::kRecordsFell),
           std::memory_order_relaxed);
       t->unclaimed_records() = 0;
-      t->records_fall() = false;
       t->next_rising_granule() = 0;
       resizes.insert(resizes.end(), t->pending_resizes().begin(), t->pending_resizes().end());
       t->pending_resizes().clear();
@@ -1435,7 +1435,7 @@ Status Profiler::gc_end() {
   bits.clear();
   for (const auto& h : st.held_bits) bits.push_back(h ? &*h : nullptr);
   const internal::StaleTracker::ApplyResult applied = st.tracker.apply(bits, e, moves, ranges, frees, free_ranges, carded,
-                                                                                 st.runs_logged && !st.survivors_this_gc);
+                                                                                 st.runs_logged);
   st.reused_starts += applied.conflicts;
   st.tracker_indexed_gcs += applied.indexed;
   st.tracker_run_gcs += applied.by_runs;

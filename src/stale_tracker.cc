@@ -328,13 +328,10 @@ StaleTracker::ApplyResult StaleTracker::apply(std::span<const BitmapSnapshot* co
   const std::size_t sorted = std::exchange(sorted_records_, 0);
   const bool any_moves = !moves.empty() || !ranges.empty();
   if (runs_logged && any_moves) {
-    if (hook_carded == 0 && !conflicts_pending_ && exact_starts_ && spaces_.size() == 1 && free_ranges.size() == 1) {
-      sorted_records_ = sorted;
-      if (sweep_runs(bits.empty() ? nullptr : bits[0], epoch, moves, ranges, frees, free_ranges[0], res)) {
-        runs_backoff_ = 1;
-        return res;
-      }
-      sorted_records_ = 0;
+    if (hook_carded == 0 && !conflicts_pending_ && exact_starts_ && spaces_.size() == 1 && free_ranges.size() == 1 &&
+        sweep_runs(bits.empty() ? nullptr : bits[0], epoch, moves, ranges, frees, free_ranges[0], sorted, res)) {
+      runs_backoff_ = 1;
+      return res;
     }
     // Not a GC for the runs: the hooks card again for a while, and this GC's ranges are carded
     // now (a lone move's log is what the hooks write when they cannot card it).
@@ -1148,7 +1145,7 @@ unsigned StaleTracker::move_card_shift(std::size_t s) const noexcept {
 }
 
 bool StaleTracker::take_runs_this_gc() noexcept {
-  if (!hooks_may_card() || spaces_.size() != 1 || !exact_starts_) return false;
+  if (!hooks_may_card() || !exact_starts_) return false;  // the hooks' cards are the only space's
   if (runs_wait_ != 0) {
     --runs_wait_;
     return false;
@@ -1180,7 +1177,7 @@ std::span<const RangeMoveLog> StaleTracker::card_logged_ranges(std::span<const R
 
 bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, std::span<const MoveLog> moves,
                               std::span<const RangeMoveLog> ranges, std::span<const Address> frees,
-                              const FreeRangeLog& freed, ApplyResult& res) {
+                              const FreeRangeLog& freed, std::size_t sorted, ApplyResult& res) {
   const HeapSpace space = spaces_[0];
   std::uint64_t g0 = 0, g1 = 0;
   if (!span_of(space, freed, g0, g1)) return false;
@@ -1214,7 +1211,7 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
     if (std::uint64_t{runs_[k - 1].from} + runs_[k - 1].count > runs_[k].from) return false;
 
   // The records in parts sorted by granule, each inside the evacuated range: the table's first
-  // sorted_records_ (the survivors sweep_runs wrote last GC, when they are all inside it), and
+  // `sorted` (the survivors sweep_runs wrote last GC, when they are all inside it), and
   // each young vector whose records all are (a bump allocator's, in allocation order). The
   // rest (the table's others, a young vector with records elsewhere: a large-object space's)
   // go one by one: inside the range into in_range_ (sorted if they come unsorted), outside it
@@ -1228,7 +1225,7 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
   in_range_.clear();
   outside_.clear();
   compact_later_.clear();
-  std::size_t known = std::min(sorted_records_, t.size());
+  std::size_t known = std::min(sorted, t.size());
   if (known != 0 && (!inside(t[0].granule) || !inside(t[known - 1].granule))) known = 0;
   if (known != 0) sorted_parts_.push_back({t.data(), t.data() + known});
   auto one_by_one = [&](const TrackedRecord* b, const TrackedRecord* e) {
@@ -1263,11 +1260,11 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
   }
   // in_range_ sorted (stably: of two records at one granule the later stays later), and then
   // without two at one granule (a start claimed twice needs the index).
-  auto rises = [](const TrackedRecord& x, const TrackedRecord& z) { return x.granule >= z.granule; };
-  if (std::adjacent_find(in_range_.begin(), in_range_.end(), rises) != in_range_.end()) {
+  auto not_above = [](const TrackedRecord& x, const TrackedRecord& z) { return x.granule >= z.granule; };
+  if (std::adjacent_find(in_range_.begin(), in_range_.end(), not_above) != in_range_.end()) {
     std::stable_sort(in_range_.begin(), in_range_.end(),
                      [](const TrackedRecord& x, const TrackedRecord& z) { return x.granule < z.granule; });
-    if (std::adjacent_find(in_range_.begin(), in_range_.end(), rises) != in_range_.end()) return false;
+    if (std::adjacent_find(in_range_.begin(), in_range_.end(), not_above) != in_range_.end()) return false;
   }
   if (!in_range_.empty()) sorted_parts_.push_back({in_range_.data(), in_range_.data() + in_range_.size()});
   // Nothing fails from here on. A young vector whose records inside the range rise among others
@@ -1311,7 +1308,10 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
   const std::span<const std::uint8_t> marks = bits != nullptr ? bits->bytes() : std::span<const std::uint8_t>();
   const std::uint8_t* const mark = marks.data();
   const std::size_t mark_bytes = marks.size();
-  auto marked = [&](std::uint32_t g) { return (g >> 3) < mark_bytes && ((mark[g >> 3] >> (g & 7)) & 1) != 0; };
+  // The snapshot marks granule g; `in_window` (std::true_type) when g is known to lie inside it.
+  auto marked = [&](std::uint32_t g, auto in_window) {
+    return (in_window || (g >> 3) < mark_bytes) && ((mark[g >> 3] >> (g & 7)) & 1) != 0;
+  };
   // The records outside the range stay where they are, unless a free took their start (tested
   // before any destination's start is set).
   std::size_t stay = 0;
@@ -1319,7 +1319,7 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
     if (!starts.test(r.granule)) continue;
     TrackedRecord& kept = outside_[stay++];
     kept = r;
-    if (marked(r.granule)) kept.last_access = epoch;
+    if (marked(r.granule, std::false_type{})) kept.last_access = epoch;
   }
   RecordTable& out = next_[0];
   out.resize(records);
@@ -1342,7 +1342,7 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
     for (const TrackedRecord* r = lo; r != hi; ++r, ++w) {
       const std::uint32_t g = r->granule;
       *w = *r;
-      if ((in_window || (g >> 3) < mark_bytes) && ((mark[g >> 3] >> (g & 7)) & 1) != 0) w->last_access = epoch;
+      if (marked(g, in_window)) w->last_access = epoch;
       const std::uint32_t ng = g + delta;
       w->granule = ng;
       const std::uint64_t bit = std::uint64_t{1} << (ng & 63);

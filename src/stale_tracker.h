@@ -128,7 +128,7 @@ class StaleTracker {
   // Only the first `unclaimed` records get their start bits here: the others' were set when
   // they were allocated (claim_at_alloc). Returns how many are tracked.
   // `rising`: the allocating thread saw the records rise in address order
-  // (ThreadState::records_fall), so that sweep_runs need not check them.
+  // (ThreadState::next_rising_granule), so that sweep_runs need not check them.
   std::uint64_t adopt_young(std::vector<TrackedRecord>& records, std::size_t unclaimed, bool rising = false);
   // add_records for records whose start bits are set already (claim_at_alloc).
   std::uint64_t add_claimed_records(std::span<const TrackedRecord> records);
@@ -443,9 +443,10 @@ class StaleTracker {
   // not interleave. The records outside the range stay unless a single free took their start.
   // The dead inside it are never visited. False, with nothing changed, when the GC does not
   // qualify (or two records share a granule: a start claimed twice needs the index).
+  // `sorted`: how many of the table's first records the last sweep_runs left in address order.
   bool sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, std::span<const MoveLog> moves,
                   std::span<const RangeMoveLog> ranges, std::span<const Address> frees, const FreeRangeLog& freed,
-                  ApplyResult& res);
+                  std::size_t sorted, ApplyResult& res);
   // Cards the logged `ranges` (card_range, as the hooks would have) and returns those it could
   // not card, adding the carded objects to `hook_carded`: a GC whose hooks logged its runs
   // (take_runs_this_gc) and that sweep_runs could not take.

@@ -112,10 +112,10 @@ class alignas(kCacheLine) ThreadState {
   // bracket) still need their start bits claimed at the next gc_begin.
   std::size_t& unclaimed_records() noexcept { return unclaimed_records_; }
   // Profiler-private: whether pending_records() rise in address order, as a bump allocator's
-  // do (a copying GC then finds a run's young records in them by binary search): each new
-  // record starts at `next_rising_granule()` or above, else `records_fall()` is set. Both are
-  // reset when the records change hands at gc_begin.
-  bool& records_fall() noexcept { return records_fall_; }
+  // do (a copying GC then finds a run's young records in them by binary search). The granule
+  // the next record must start at or above, or kRecordsFell once one did not; reset to 0 when
+  // the records change hands at gc_begin.
+  static constexpr std::uint64_t kRecordsFell = ~std::uint64_t{0};
   std::uint64_t& next_rising_granule() noexcept { return next_rising_granule_; }
   internal::PairCache& pair_cache() noexcept { return pair_cache_; }
   // Profiler-private: this thread's progress clock (the stale check's second condition).
@@ -131,7 +131,6 @@ class alignas(kCacheLine) ThreadState {
   std::vector<internal::PendingResize> pending_resizes_;
   std::size_t unclaimed_records_ = 0;
   std::uint64_t next_rising_granule_ = 0;
-  bool records_fall_ = false;
   internal::PairCache pair_cache_;
   std::uint32_t clock_slot_ = 0;
 };

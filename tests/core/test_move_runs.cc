@@ -234,16 +234,11 @@ TEST_CASE("move runs: two survivors moved onto one place keep only one, the one 
           "[core][profiler]") {
   const bool higher_first = GENERATE(false, true);  // the order of the two reports does not matter
   INFO((higher_first ? "the higher source reported first" : "the lower source reported first"));
-  test::FakeHeap heap(1 << 16);
-  ProfilerOptions o;
-  test::rig_defaults(o);
-  o.check_hooks = false;
-  o.trace_sink = nullptr;
-  std::vector<LeakReport> got;
-  o.on_leak = [&](const LeakReport& r) { got.push_back(r); };
-  auto prof = std::move(*Profiler::create(std::move(o)));
-  REQUIRE(prof->add_space(heap.space()).ok());
-  ThreadState& thread = **prof->attach_thread(1, "mutator");
+  Rig r(false);
+  const test::FakeHeap& heap = r.heap;
+  Profiler* prof = r.prof.get();
+  ThreadState& thread = *r.threads[0];
+  const std::vector<LeakReport>& got = r.leaks;
   prof->on_alloc(thread, 1, 1, heap.at(0), 1024);
   prof->on_alloc(thread, 2, 1, heap.at(2048), 1024);
   REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
@@ -273,14 +268,10 @@ TEST_CASE("move runs: two survivors moved onto one place keep only one, the one 
 }
 
 TEST_CASE("move runs: an object moved twice in one GC is not a GC for the runs", "[core][profiler]") {
-  test::FakeHeap heap(1 << 16);
-  ProfilerOptions o;
-  test::rig_defaults(o);
-  o.check_hooks = false;
-  o.trace_sink = nullptr;
-  auto prof = std::move(*Profiler::create(std::move(o)));
-  REQUIRE(prof->add_space(heap.space()).ok());
-  ThreadState& thread = **prof->attach_thread(1, "mutator");
+  Rig r(false);
+  const test::FakeHeap& heap = r.heap;
+  Profiler* prof = r.prof.get();
+  ThreadState& thread = *r.threads[0];
   prof->on_alloc(thread, 1, 1, heap.at(0), 1024);
   prof->on_alloc(thread, 2, 1, heap.at(1024), 1024);
   REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
