@@ -267,6 +267,53 @@ TEST_CASE("move runs: two survivors moved onto one place keep only one, the one 
   CHECK(got[0].addr == onto);
 }
 
+// A run's destinations are tested for starts once, before the run is written (sweep_runs): a
+// range landing on a record of an earlier range is a double claim resolved at the next GC, and
+// a range that only straddles an earlier one's record claims nothing twice, its GC keeping all.
+TEST_CASE("move runs: a range moved over another range's records", "[core][profiler]") {
+  const bool onto_a_record = GENERATE(false, true);
+  INFO((onto_a_record ? "onto a record of the other range" : "across a record of the other range"));
+  Rig r(false);
+  const test::FakeHeap& heap = r.heap;
+  Profiler* prof = r.prof.get();
+  ThreadState& thread = *r.threads[0];
+  const std::vector<LeakReport>& got = r.leaks;
+  prof->on_alloc(thread, 1, 1, heap.at(0), 1024);
+  prof->on_alloc(thread, 2, 1, heap.at(2048), 1024);
+  prof->on_alloc(thread, 3, 1, heap.at(4096), 1024);
+  REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
+  REQUIRE(prof->gc_end().ok());
+  REQUIRE(prof->stats().tracked_live == 3u);
+  REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
+  const Address first = heap.at(16384);
+  // The first range's records land at `first` and first + 2048; the second range's one record
+  // at first + 2048 (onto the other's), or at first + 1024 with its 2 KiB over first + 2048.
+  prof->on_move_range(heap.at(0), first, 3072);
+  const Address third = onto_a_record ? first + 2048 : first + 1024;
+  prof->on_move_range(heap.at(4096), third, onto_a_record ? 1024 : 2048);
+  prof->on_free_range(heap.at(0), 8192);
+  REQUIRE(prof->gc_end().ok());
+  CHECK(prof->stats().tracker_run_gcs == 1u);
+  REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
+  REQUIRE(prof->gc_end().ok());
+  CHECK(prof->stats().tracked_live == (onto_a_record ? 2u : 3u));
+  CHECK(prof->stats().reused_starts == (onto_a_record ? 1u : 0u));
+  if (onto_a_record) CHECK(prof->stats().tracker_indexed_gcs >= 1u);  // the double claim resolved
+  for (int gc = 0; gc < 3; ++gc) {
+    REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
+    REQUIRE(prof->gc_end().ok());
+  }
+  std::vector<std::pair<Address, std::uint32_t>> leaks;
+  for (const LeakReport& l : got) leaks.emplace_back(l.addr, l.site_id);
+  std::sort(leaks.begin(), leaks.end());
+  if (onto_a_record) {
+    // The record from the higher source (site 3) is kept at first + 2048.
+    CHECK(leaks == std::vector<std::pair<Address, std::uint32_t>>{{first, 1u}, {first + 2048, 3u}});
+  } else {
+    CHECK(leaks == std::vector<std::pair<Address, std::uint32_t>>{{first, 1u}, {first + 1024, 3u}, {first + 2048, 2u}});
+  }
+}
+
 TEST_CASE("move runs: an object moved twice in one GC is not a GC for the runs", "[core][profiler]") {
   Rig r(false);
   const test::FakeHeap& heap = r.heap;
