@@ -1340,9 +1340,16 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
     const TrackedRecord* at = sorted_parts_[p].first;
     const TrackedRecord* const end = sorted_parts_[p].second;
     for (const Run& run : runs_) {
+      const std::uint64_t run_end = std::uint64_t{run.from} + run.count;
+      // No record of this part left before the run's end: an empty slice without a search (the
+      // young part of a GC whose young all died lies above every run).
+      if (at == end || at->granule >= run_end) {
+        slices_.push_back({at, at});
+        continue;
+      }
       const TrackedRecord* lo = gallop(at, end, run.from);
       // A lone move's slice is its one record, if one starts there.
-      at = run.count == 1 ? lo + (lo != end && lo->granule == run.from) : gallop(lo, end, std::uint64_t{run.from} + run.count);
+      at = run.count == 1 ? lo + (lo != end && lo->granule == run.from) : gallop(lo, end, run_end);
       slices_.push_back({lo, at});
     }
   }
