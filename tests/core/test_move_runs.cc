@@ -268,50 +268,66 @@ TEST_CASE("move runs: two survivors moved onto one place keep only one, the one 
 }
 
 // A run's destinations are tested for starts once, before the run is written (sweep_runs): a
-// range landing on a record of an earlier range is a double claim resolved at the next GC, and
-// a range that only straddles an earlier one's record claims nothing twice, its GC keeping all.
+// range landing on a record of a range written before it is a double claim resolved at the next
+// GC (the record from the higher source kept), and a range that only straddles another's record
+// claims nothing twice, its GC keeping every record. One case has the claimed start deep inside a
+// long range, where the test reads its words 16 at a time.
 TEST_CASE("move runs: a range moved over another range's records", "[core][profiler]") {
-  const bool onto_a_record = GENERATE(false, true);
-  INFO((onto_a_record ? "onto a record of the other range" : "across a record of the other range"));
+  struct Object {
+    std::size_t at;
+    std::uint32_t site;
+  };
+  struct Range {
+    std::size_t from, to, bytes;
+  };
+  struct Case {
+    const char* name;
+    std::vector<Object> objects;                               // 1 KiB each, at offsets
+    std::vector<Range> ranges;                                 // reported in this order
+    std::vector<std::pair<std::size_t, std::uint32_t>> kept;   // (offset, site) after the GCs
+  };
+  constexpr std::size_t d = 65536;  // the destinations' base; the evacuated range is [0, 32 KiB)
+  const Case c = GENERATE_COPY(
+      Case{"onto a record of the other range",
+           {{0, 1}, {2048, 2}, {4096, 3}},
+           {{0, d, 3072}, {4096, d + 2048, 1024}},
+           {{d, 1}, {d + 2048, 3}}},
+      Case{"across a record of the other range",
+           {{0, 1}, {2048, 2}, {4096, 3}},
+           {{0, d, 3072}, {4096, d + 1024, 2048}},
+           {{d, 1}, {d + 1024, 3}, {d + 2048, 2}}},
+      Case{"a long range onto a record deep inside it",
+           {{0, 1}, {12288, 2}, {16384, 3}, {20480, 4}},
+           {{0, d, 13312}, {16384, d + 8192, 12288}},
+           {{d, 1}, {d + 8192, 3}, {d + 12288, 4}}});
+  INFO(c.name);
   Rig r(false);
   const test::FakeHeap& heap = r.heap;
   Profiler* prof = r.prof.get();
   ThreadState& thread = *r.threads[0];
-  const std::vector<LeakReport>& got = r.leaks;
-  prof->on_alloc(thread, 1, 1, heap.at(0), 1024);
-  prof->on_alloc(thread, 2, 1, heap.at(2048), 1024);
-  prof->on_alloc(thread, 3, 1, heap.at(4096), 1024);
+  for (const Object& o : c.objects) prof->on_alloc(thread, o.site, 1, heap.at(o.at), 1024);
   REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
   REQUIRE(prof->gc_end().ok());
-  REQUIRE(prof->stats().tracked_live == 3u);
+  REQUIRE(prof->stats().tracked_live == c.objects.size());
   REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
-  const Address first = heap.at(16384);
-  // The first range's records land at `first` and first + 2048; the second range's one record
-  // at first + 2048 (onto the other's), or at first + 1024 with its 2 KiB over first + 2048.
-  prof->on_move_range(heap.at(0), first, 3072);
-  const Address third = onto_a_record ? first + 2048 : first + 1024;
-  prof->on_move_range(heap.at(4096), third, onto_a_record ? 1024 : 2048);
-  prof->on_free_range(heap.at(0), 8192);
+  for (const Range& m : c.ranges) prof->on_move_range(heap.at(m.from), heap.at(m.to), m.bytes);
+  prof->on_free_range(heap.at(0), 32768);
   REQUIRE(prof->gc_end().ok());
   CHECK(prof->stats().tracker_run_gcs == 1u);
   REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
   REQUIRE(prof->gc_end().ok());
-  CHECK(prof->stats().tracked_live == (onto_a_record ? 2u : 3u));
-  CHECK(prof->stats().reused_starts == (onto_a_record ? 1u : 0u));
-  if (onto_a_record) CHECK(prof->stats().tracker_indexed_gcs >= 1u);  // the double claim resolved
+  const std::size_t claimed_twice = c.objects.size() - c.kept.size();
+  CHECK(prof->stats().tracked_live == c.kept.size());
+  CHECK(prof->stats().reused_starts == claimed_twice);
+  if (claimed_twice != 0) CHECK(prof->stats().tracker_indexed_gcs >= 1u);  // the double claim resolved
   for (int gc = 0; gc < 3; ++gc) {
     REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
     REQUIRE(prof->gc_end().ok());
   }
-  std::vector<std::pair<Address, std::uint32_t>> leaks;
-  for (const LeakReport& l : got) leaks.emplace_back(l.addr, l.site_id);
+  std::vector<std::pair<std::size_t, std::uint32_t>> leaks;
+  for (const LeakReport& l : r.leaks) leaks.emplace_back(l.addr - heap.at(0), l.site_id);
   std::sort(leaks.begin(), leaks.end());
-  if (onto_a_record) {
-    // The record from the higher source (site 3) is kept at first + 2048.
-    CHECK(leaks == std::vector<std::pair<Address, std::uint32_t>>{{first, 1u}, {first + 2048, 3u}});
-  } else {
-    CHECK(leaks == std::vector<std::pair<Address, std::uint32_t>>{{first, 1u}, {first + 1024, 3u}, {first + 2048, 2u}});
-  }
+  CHECK(leaks == c.kept);
 }
 
 TEST_CASE("move runs: an object moved twice in one GC is not a GC for the runs", "[core][profiler]") {
