@@ -1428,6 +1428,11 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
   };
 #if defined(__x86_64__)
   const bool vectors = bitmap_scan_path() == BitmapScan::kAvx2;
+  auto any_start_in = [vectors](const std::uint64_t* bits, std::uint64_t b, std::uint64_t e) {
+    return vectors ? any_start_in_avx2(bits, b, e) : any_bit_in(bits, b, e);
+  };
+#else
+  auto any_start_in = [](const std::uint64_t* bits, std::uint64_t b, std::uint64_t e) { return any_bit_in(bits, b, e); };
 #endif
   for (const std::uint64_t key : runs_by_dest_) {
     const auto k = static_cast<std::size_t>(key & 0xFFFF'FFFFu);
@@ -1439,14 +1444,9 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
     // at one granule), so a run's records never land on one another, only on an earlier run's or
     // on a record that stays. A start between a run's records counts too; the index then finds
     // no conflict, and the GC after it is applied as usual.
-    if (!seen) {
-      const std::uint64_t to_end = std::uint64_t{run.to} + run.count;
-#if defined(__x86_64__)
-      if (vectors) seen = any_start_in_avx2(words, run.to, to_end);
-      else
-#endif
-        seen = any_bit_in(words, run.to, to_end);
-    }
+    if (!seen)  // a lone move's one bit inline (most of points-semispace's runs are lone)
+      seen = run.count == 1 ? ((words[run.to >> 6] >> (run.to & 63)) & 1) != 0
+                            : any_start_in(words, run.to, std::uint64_t{run.to} + run.count);
     for (std::size_t p = 0; p < parts; ++p) {
       auto [lo, hi] = slices_[p * n_runs + k];
       if (lo == hi) continue;
