@@ -12,8 +12,8 @@
 // as a snapshot. At gc_end the GC's deaths become bits too (one per freed start, a run of them
 // per freed range), and one pass over the table drops the dead, applies the access bits to the
 // living, then does the same for the adopted young records and appends only their survivors:
-// most tracked objects die in their first GC and are never copied into the table (with AVX2,
-// the young records' bits are tested eight at a time, and a group of dead ones is skipped).
+// most tracked objects die in their first GC and are never copied into the table (a dead young
+// record costs its one bit test).
 // A GC that moves nothing builds no index and needs no scratch bits: its deaths clear their
 // start bits first (a word at a time for a freed range) and the pass drops every record whose
 // start bit is clear. A copying GC (single moves in the only space) indexes its moves (granule ->
