@@ -8,10 +8,6 @@
 #include <bit>
 #include <cstddef>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 namespace objprof::internal {
 namespace {
 
@@ -762,28 +758,6 @@ struct NoMoves {
   std::int64_t operator()(std::uint32_t) const noexcept { return -1; }
 };
 
-#if defined(__x86_64__)
-// Whether any start bit of granules [g0, g1) is set (g0 < g1), as StaleTracker::any_bit_in,
-// with the words between the first and the last tested 16 at a time: sweep_runs tests each run's
-// destinations before writing them, and listleak-semispace's one long run spans ~2,300 words
-// of start bits a GC (~3 instructions a word one by one, ~0.6 here).
-__attribute__((target("avx2"))) bool any_start_in_avx2(const std::uint64_t* words, std::uint64_t g0, std::uint64_t g1) {
-  const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
-  if (first == last) return (words[first] & head_mask(g0) & tail_mask(g1)) != 0;
-  if ((words[first] & head_mask(g0)) != 0 || (words[last] & tail_mask(g1)) != 0) return true;
-  std::uint64_t w = first + 1;
-  for (; w + 16 <= last; w += 16) {
-    const auto* v = reinterpret_cast<const __m256i*>(words + w);
-    const __m256i any = _mm256_or_si256(_mm256_or_si256(_mm256_loadu_si256(v), _mm256_loadu_si256(v + 1)),
-                                        _mm256_or_si256(_mm256_loadu_si256(v + 2), _mm256_loadu_si256(v + 3)));
-    if (!_mm256_testz_si256(any, any)) return true;
-  }
-  for (; w < last; ++w)
-    if (words[w] != 0) return true;
-  return false;
-}
-#endif
-
 // The one pass over a table and, for the only space, the GC's young records (`young`, or null):
 // the table's survivors move down over its dead and the young's follow them, written through
 // out.kept into room made first for the worst case (RecordTable's allocator does not zero it);
@@ -1231,14 +1205,6 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
       words[ng >> 6] |= std::uint64_t{1} << (ng & 63);
     }
   };
-#if defined(__x86_64__)
-  const bool vectors = bitmap_scan_path() == BitmapScan::kAvx2;
-  auto any_start_in = [vectors](const std::uint64_t* bits, std::uint64_t b, std::uint64_t e) {
-    return vectors ? any_start_in_avx2(bits, b, e) : any_bit_in(bits, b, e);
-  };
-#else
-  auto any_start_in = [](const std::uint64_t* bits, std::uint64_t b, std::uint64_t e) { return any_bit_in(bits, b, e); };
-#endif
   for (const std::uint64_t key : runs_by_dest_) {
     const auto k = static_cast<std::size_t>(key & 0xFFFF'FFFFu);
     const Run& run = runs_[k];
@@ -1251,7 +1217,7 @@ bool StaleTracker::sweep_runs(const BitmapSnapshot* bits, std::uint32_t epoch, s
     // no conflict, and the GC after it is applied as usual.
     if (!seen)  // a lone move's one bit inline (most of points-semispace's runs are lone)
       seen = run.count == 1 ? ((words[run.to >> 6] >> (run.to & 63)) & 1) != 0
-                            : any_start_in(words, run.to, std::uint64_t{run.to} + run.count);
+                            : any_bit_in(words, run.to, std::uint64_t{run.to} + run.count);
     for (std::size_t p = 0; p < parts; ++p) {
       const auto [lo, hi] = slices_[p * n_runs + k];
       if (lo == hi) continue;

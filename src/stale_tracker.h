@@ -227,14 +227,24 @@ class StaleTracker {
     return static_cast<std::uint32_t>(word >> (g & 32)) == std::uint32_t{1} << (g & 31);
   }
   // Whether any bit of granules [g0, g1) is set in `words` (one bit per granule, as the start
-  // bits), whole words at a time; g0 < g1.
+  // bits), whole words at a time; g0 < g1. The words between the first and the last go 16 at a
+  // time, ORed with no branch each (the compiler's vectors where it has them): sweep_runs tests
+  // each run's destinations, and listleak-semispace's one long run spans ~2,300 words a GC, which
+  // one by one took ~3 instructions a word.
   static bool any_bit_in(const std::uint64_t* words, std::uint64_t g0, std::uint64_t g1) noexcept {
     const std::uint64_t first = g0 >> 6, last = (g1 - 1) >> 6;
     const std::uint64_t head = head_mask(g0), tail = tail_mask(g1);
     if (first == last) return (words[first] & head & tail) != 0;
-    bool any = (words[first] & head) != 0 || (words[last] & tail) != 0;
-    for (std::uint64_t w = first + 1; !any && w < last; ++w) any = words[w] != 0;
-    return any;
+    if ((words[first] & head) != 0 || (words[last] & tail) != 0) return true;
+    std::uint64_t w = first + 1;
+    for (; w + 16 <= last; w += 16) {
+      std::uint64_t any = 0;
+      for (std::uint64_t i = 0; i < 16; ++i) any |= words[w + i];
+      if (any != 0) return true;
+    }
+    for (; w < last; ++w)
+      if (words[w] != 0) return true;
+    return false;
   }
   // Whether the hooks may card this GC's moves (asked at gc_begin): no start claimed twice is
   // waiting to be resolved, which takes the record index and would turn every card back into a
