@@ -59,6 +59,13 @@ struct Rig {
     threads[0] = *prof->attach_thread(1, "main");
     threads[1] = *prof->attach_thread(2, "second");
   }
+  // `times` copying GCs in which the collector reports nothing.
+  void quiet_gcs(int times = 1) {
+    for (int gc = 0; gc < times; ++gc) {
+      REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
+      REQUIRE(prof->gc_end().ok());
+    }
+  }
   Address half(std::size_t h) const { return heap.at(h == 0 ? 0 : kHalf + kLarge); }
   Address large() const { return heap.at(kHalf); }
   Address wanderer(int place) const { return heap.at(2 * kHalf + kLarge + static_cast<std::size_t>(place) * kSlot); }
@@ -241,8 +248,7 @@ TEST_CASE("move runs: two survivors moved onto one place keep only one, the one 
   const std::vector<LeakReport>& got = r.leaks;
   prof->on_alloc(thread, 1, 1, heap.at(0), 1024);
   prof->on_alloc(thread, 2, 1, heap.at(2048), 1024);
-  REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
-  REQUIRE(prof->gc_end().ok());  // both tracked
+  r.quiet_gcs();  // both tracked
   REQUIRE(prof->stats().tracked_live == 2u);
   REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
   const Address onto = heap.at(16384);
@@ -253,15 +259,11 @@ TEST_CASE("move runs: two survivors moved onto one place keep only one, the one 
   REQUIRE(prof->gc_end().ok());
   CHECK(prof->stats().tracker_run_gcs == 1u);
   CHECK(prof->stats().reused_starts == 0u);  // found at the next GC
-  REQUIRE(prof->gc_begin(GcKind::kCopying).ok());  // this GC resolves the double claim
-  REQUIRE(prof->gc_end().ok());
+  r.quiet_gcs();  // this GC resolves the double claim
   CHECK(prof->stats().tracked_live == 1u);
   CHECK(prof->stats().reused_starts == 1u);
   CHECK(prof->stats().tracker_indexed_gcs >= 1u);
-  for (int gc = 0; gc < 3; ++gc) {
-    REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
-    REQUIRE(prof->gc_end().ok());
-  }
+  r.quiet_gcs(3);
   REQUIRE(got.size() == 1);
   CHECK(got[0].site_id == 2u);
   CHECK(got[0].addr == onto);
@@ -306,24 +308,19 @@ TEST_CASE("move runs: a range moved over another range's records", "[core][profi
   Profiler* prof = r.prof.get();
   ThreadState& thread = *r.threads[0];
   for (const Object& o : c.objects) prof->on_alloc(thread, o.site, 1, heap.at(o.at), 1024);
-  REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
-  REQUIRE(prof->gc_end().ok());
+  r.quiet_gcs();
   REQUIRE(prof->stats().tracked_live == c.objects.size());
   REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
   for (const Range& m : c.ranges) prof->on_move_range(heap.at(m.from), heap.at(m.to), m.bytes);
   prof->on_free_range(heap.at(0), 32768);
   REQUIRE(prof->gc_end().ok());
   CHECK(prof->stats().tracker_run_gcs == 1u);
-  REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
-  REQUIRE(prof->gc_end().ok());
+  r.quiet_gcs();
   const std::size_t claimed_twice = c.objects.size() - c.kept.size();
   CHECK(prof->stats().tracked_live == c.kept.size());
   CHECK(prof->stats().reused_starts == claimed_twice);
   if (claimed_twice != 0) CHECK(prof->stats().tracker_indexed_gcs >= 1u);  // the double claim resolved
-  for (int gc = 0; gc < 3; ++gc) {
-    REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
-    REQUIRE(prof->gc_end().ok());
-  }
+  r.quiet_gcs(3);
   std::vector<std::pair<std::size_t, std::uint32_t>> leaks;
   for (const LeakReport& l : r.leaks) leaks.emplace_back(l.addr - heap.at(0), l.site_id);
   std::sort(leaks.begin(), leaks.end());
@@ -337,8 +334,7 @@ TEST_CASE("move runs: an object moved twice in one GC is not a GC for the runs",
   ThreadState& thread = *r.threads[0];
   prof->on_alloc(thread, 1, 1, heap.at(0), 1024);
   prof->on_alloc(thread, 2, 1, heap.at(1024), 1024);
-  REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
-  REQUIRE(prof->gc_end().ok());
+  r.quiet_gcs();
   REQUIRE(prof->gc_begin(GcKind::kCopying).ok());
   // The range and a lone move both claim the object at 1024: the runs' sources overlap.
   prof->on_move_range(heap.at(0), heap.at(16384), 2048);
